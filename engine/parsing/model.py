@@ -1,0 +1,66 @@
+"""What a parser hands to the chunker: a document as a flat list of sections in reading order.
+
+Parsers only read; they never write files. A parser that cannot produce a trustworthy document
+raises ParseError with a machine reason and a sentence a person understands.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+PATH_SEPARATOR = " / "
+
+
+class Paragraph(msgspec.Struct, frozen=True):
+    text: str
+    page: int | None = None  # 1-based physical page (PDF), None elsewhere
+
+
+class ParsedSection(msgspec.Struct, frozen=True, kw_only=True):
+    title: str  # as printed
+    depth: int  # 1 = top level; deeper headings have larger depth
+    paragraphs: tuple[Paragraph, ...] = ()
+    page: int | None = None  # page where the heading sits (PDF)
+
+
+class ParsedDocument(msgspec.Struct, frozen=True, kw_only=True):
+    title: str
+    lang: str  # "en" | "zh"
+    format: str  # pdf | epub | docx | html | markdown | text
+    sections: tuple[ParsedSection, ...]  # document order; never empty
+    pages: int | None = None
+
+
+class ParseError(Exception):
+    """A document that cannot be imported. `reason` is a stable code, `message` is for people."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(f"{reason}: {message}")
+        self.reason = reason
+        self.message = message
+
+
+def unique_paths(titles: list[str], depths: list[int]) -> list[str]:
+    """Full paths for a flat outline, made unique: a repeated path gets " (2)", " (3)" ...
+
+    A component's own separator is replaced so that splitting a path on PATH_SEPARATOR always
+    gives back the components.
+    """
+    paths: list[str] = []
+    stack: list[tuple[int, str]] = []  # (depth, path)
+    seen: dict[str, int] = {}
+    for title, depth in zip(titles, depths, strict=True):
+        while stack and stack[-1][0] >= depth:
+            stack.pop()
+        component = " ".join(title.replace(PATH_SEPARATOR, " ∕ ").split()) or "(untitled)"
+        base = f"{stack[-1][1]}{PATH_SEPARATOR}{component}" if stack else component
+        path = base
+        n = seen.get(base, 0)
+        while path in seen:
+            n += 1
+            path = f"{base} ({n + 1})"
+        seen[base] = n
+        seen[path] = 0
+        paths.append(path)
+        stack.append((depth, path))
+    return paths

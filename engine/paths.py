@@ -1,0 +1,92 @@
+"""Where Citewise keeps its data: one directory, from platformdirs or CITEWISE_HOME.
+
+Nothing is ever written outside it. Layout:
+
+    HOME/config.toml
+    HOME/writer.lock                          one writer process per data directory
+    HOME/cache/embeddings.sqlite              content-addressed embeddings
+    HOME/cache/documents/                     parsed + chunked documents, content-addressed
+    HOME/collections/<name>/ACTIVE            the active pointer (replaced atomically)
+    HOME/collections/<name>/snapshots/<id>/   immutable snapshots
+    HOME/collections/<name>/journal/          import journal (resume after a crash)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+APP_NAME = "Citewise"
+_COLLECTION_NAME = re.compile(r"^[\w][\w .-]{0,63}$")
+
+
+class InvalidCollectionName(ValueError):
+    pass
+
+
+def data_home(environ: dict[str, str] | None = None) -> Path:
+    env = os.environ if environ is None else environ
+    override = env.get("CITEWISE_HOME")
+    if override:
+        return Path(override).expanduser().resolve()
+    return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False, roaming=False))
+
+
+def check_collection_name(name: str) -> str:
+    """A collection name is a folder name: letters, digits, space, '.', '-', '_' (≤ 64)."""
+    if not _COLLECTION_NAME.match(name) or name.strip(" .") != name or name in {".", ".."}:
+        raise InvalidCollectionName(
+            f"{name!r} is not a valid collection name: use up to 64 letters, digits, spaces, "
+            "'.', '-' or '_', not starting or ending with a space or dot"
+        )
+    return name
+
+
+@dataclass(frozen=True)
+class DataDir:
+    root: Path
+
+    @property
+    def config_file(self) -> Path:
+        return self.root / "config.toml"
+
+    @property
+    def writer_lock(self) -> Path:
+        return self.root / "writer.lock"
+
+    @property
+    def cache(self) -> Path:
+        return self.root / "cache"
+
+    @property
+    def embedding_cache(self) -> Path:
+        return self.cache / "embeddings.sqlite"
+
+    @property
+    def document_cache(self) -> Path:
+        return self.cache / "documents"
+
+    @property
+    def collections(self) -> Path:
+        return self.root / "collections"
+
+    def collection(self, name: str) -> Path:
+        return self.collections / check_collection_name(name)
+
+    def snapshots(self, collection: str) -> Path:
+        return self.collection(collection) / "snapshots"
+
+    def active_pointer(self, collection: str) -> Path:
+        return self.collection(collection) / "ACTIVE"
+
+    def journal(self, collection: str) -> Path:
+        return self.collection(collection) / "journal"
+
+    def ensure(self) -> DataDir:
+        for d in (self.root, self.cache, self.document_cache, self.collections):
+            d.mkdir(parents=True, exist_ok=True)
+        return self

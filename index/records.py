@@ -1,0 +1,135 @@
+"""Record types of the knowledge base: one chunked document and the snapshot manifest.
+
+These are the on-disk contracts shared by the builder, the readers and the ingest pipeline.
+They evolve only by appending fields with defaults (msgspec schema evolution); never rename.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+RECORD_FORMAT = 1
+SNAPSHOT_FORMAT = 1
+
+SnapshotStatus = Literal["building", "ready", "ready_partial", "failed"]
+FailureStage = Literal["read", "parse", "outline", "chunk", "embed", "index"]
+
+
+class SectionRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """One heading of a document's outline, in document order."""
+
+    path: str  # unique within the document; components joined by PATH_SEPARATOR
+    title: str  # the heading as printed
+    ordinal: int  # 0-based position in document order
+    depth: int  # 1 = top level
+    parent: int  # ordinal of the parent section, -1 for top level
+    direct_blocks: int
+    subtree_blocks: int
+    direct_tokens: int
+    subtree_tokens: int
+    first_sentence: str
+    page: int | None = None  # 1-based physical page where the section starts (PDF)
+
+
+class BlockRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """One chunk of a document: never crosses a section boundary."""
+
+    block_index: int  # 0-based, document order
+    block_id: str  # stable for the same document content and chunker version
+    section: int  # ordinal of the section the block belongs to
+    text: str
+    tokens: int  # DeepSeek tokenizer count of `text`
+    page_start: int | None = None  # 1-based physical pages (PDF only)
+    page_end: int | None = None
+
+
+class DocumentRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """A fully parsed and chunked document: the unit that enters a snapshot whole or not at all."""
+
+    format_version: int = RECORD_FORMAT
+    doc_id: str  # derived from the content hash: stable across snapshots and renames
+    content_hash: str  # sha256 of the file's bytes
+    source: str  # identity inside the collection: path relative to the import root
+    source_label: str  # user-facing, editable; defaults to `source`
+    title: str
+    aliases: tuple[str, ...] = ()
+    lang: str = "en"  # "en" | "zh"
+    format: str = "text"  # pdf | epub | docx | html | markdown | text
+    pages: int | None = None
+    parser_version: str = ""
+    chunker_version: str = ""
+    sections: tuple[SectionRecord, ...] = ()
+    blocks: tuple[BlockRecord, ...] = ()
+
+
+class FailedDocument(msgspec.Struct, frozen=True, kw_only=True):
+    source: str
+    stage: FailureStage
+    reason: str  # machine code, e.g. "no_text_layer", "encrypted", "corrupt"
+    message: str = ""  # what happened and what to do, for a person
+
+
+class SkippedFile(msgspec.Struct, frozen=True, kw_only=True):
+    source: str
+    reason: str  # e.g. "unsupported_type"
+
+
+class EmbeddingSpec(msgspec.Struct, frozen=True, kw_only=True):
+    provider: str  # "local" | "openai_compatible"
+    model: str
+    dimensions: int
+
+
+class RetrievalParams(msgspec.Struct, frozen=True, kw_only=True):
+    bm25_k1: float
+    bm25_b: float
+    rrf_k: int
+    top_k: int
+    min_similarity: float
+    exact_search_max_blocks: int
+
+
+class BuildStats(msgspec.Struct, frozen=True, kw_only=True):
+    """Figures that reconcile: documents_in == documents_succeeded + documents_failed."""
+
+    documents_in: int = 0
+    documents_succeeded: int = 0
+    documents_failed: int = 0
+    documents_reused: int = 0  # carried over unchanged from the parent snapshot
+    files_skipped: int = 0
+    pages: int = 0
+    blocks_chunked: int = 0
+    blocks_embedded: int = 0
+    blocks_indexed: int = 0
+    embedding_tokens: int = 0  # as counted by the embedding vendor; never mixed with chat tokens
+    embedding_cache_hits: int = 0
+
+
+class ManifestDocument(msgspec.Struct, frozen=True, kw_only=True):
+    doc_id: str
+    source: str
+    content_hash: str
+    blocks: int
+
+
+class SnapshotManifest(msgspec.Struct, frozen=True, kw_only=True):
+    format_version: int = SNAPSHOT_FORMAT
+    snapshot_id: str
+    parent_id: str | None
+    collection: str
+    status: SnapshotStatus
+    created_at: str  # ISO-8601 UTC; not part of the content hash
+    documents: tuple[ManifestDocument, ...] = ()
+    failed_documents: tuple[FailedDocument, ...] = ()
+    skipped: tuple[SkippedFile, ...] = ()
+    embedding: EmbeddingSpec | None = None
+    parser_versions: dict[str, str] = {}
+    chunker_version: str = ""
+    tokenizer_version: str = ""
+    retrieval: RetrievalParams | None = None
+    vector_index: Literal["exact", "hnsw", "none"] = "none"
+    stats: BuildStats = BuildStats()
+    files: dict[str, int] = {}  # file name -> size in bytes, checked on open
+    content_hash: str = ""  # sha256 over every file and the deterministic manifest fields
