@@ -39,6 +39,10 @@ class ParseError(Exception):
         self.reason = reason
         self.message = message
 
+    def __reduce__(self) -> tuple[type[ParseError], tuple[str, str]]:
+        # Parsing runs in worker processes: the error must survive pickling intact.
+        return (ParseError, (self.reason, self.message))
+
 
 def unique_paths(titles: list[str], depths: list[int]) -> list[str]:
     """Full paths for a flat outline, made unique: a repeated path gets " (2)", " (3)" ...
@@ -64,3 +68,4 @@ def unique_paths(titles: list[str], depths: list[int]) -> list[str]:
         paths.append(path)
         stack.append((depth, path))
     return paths
+

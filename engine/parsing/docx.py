@@ -1,0 +1,223 @@
+"""DOCX (Word) to sections: body paragraphs and tables in order, headings from paragraph styles.
+
+Reads word/document.xml, word/styles.xml and docProps/core.xml through SafeArchive, so the
+archive is vetted before anything is inflated and no XML part may declare a DTD. Headings
+come from outline levels (direct or through the style chain) or Heading 1-9 / Title styles.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+from engine.parsing.archive import SafeArchive
+from engine.parsing.html import strip_site_suffix
+from engine.parsing.lang import detect_lang
+from engine.parsing.limits import ParseLimits
+from engine.parsing.lines import short_title
+from engine.parsing.model import ParsedDocument, ParseError
+from engine.parsing.sections import SectionBuilder
+
+_KIND = "Word document"
+_MAIN_NAMESPACES = (
+    "http://schemas.openxmlformats.org/wordprocessingml/2006/main",
+    "http://purl.oclc.org/ooxml/wordprocessingml/main",
+)
+_REL = "{http://schemas.openxmlformats.org/package/2006/relationships}Relationship"
+_DC_TITLE = "{http://purl.org/dc/elements/1.1/}title"
+_HEADING_NAME = re.compile(r"^heading\s*([1-9])$", re.IGNORECASE)
+_CODE_STYLE = re.compile(r"code|verbatim|preformatted|source|plain\s*text", re.IGNORECASE)
+
+
+class _Style:
+    __slots__ = ("based_on", "code", "name", "outline")
+
+    def __init__(self, name: str, outline: int | None, based_on: str | None) -> None:
+        self.name = name
+        self.outline = outline
+        self.based_on = based_on
+        self.code = bool(_CODE_STYLE.search(name))
+
+
+class _Doc:
+    def __init__(self, w: str, styles: dict[str, _Style]) -> None:
+        self.w = w
+        self.styles = styles
+        self._depths: dict[str, int | None] = {}
+
+    def tag(self, local: str) -> str:
+        return f"{{{self.w}}}{local}"
+
+    def attr(self, el: ET.Element | None, local: str) -> str | None:
+        return None if el is None else el.get(self.tag(local))
+
+    def style_depth(self, style_id: str) -> int | None:
+        if style_id not in self._depths:
+            self._depths[style_id] = None  # guards a basedOn cycle
+            self._depths[style_id] = self._resolve(style_id, 0)
+        return self._depths[style_id]
+
+    def _resolve(self, style_id: str, hops: int) -> int | None:
+        style = self.styles.get(style_id)
+        if hops > 20:
+            return None
+        if style is not None and style.outline is not None:
+            return style.outline + 1 if style.outline < 9 else None
+        name = style.name if style is not None else ""
+        for candidate in (name, style_id):
+            m = _HEADING_NAME.match(candidate) or re.match(r"^heading([1-9])$", candidate, re.I)
+            if m:
+                return int(m.group(1))
+            if candidate.lower() == "title":
+                return 1
+        if style is not None and style.based_on:
+            return self._resolve(style.based_on, hops + 1)
+        return None
+
+    def is_code(self, style_id: str | None) -> bool:
+        hops = 0
+        while style_id and hops < 20:
+            style = self.styles.get(style_id)
+            if style is None:
+                return bool(_CODE_STYLE.search(style_id))
+            if style.code:
+                return True
+            style_id, hops = style.based_on, hops + 1
+        return False
+
+
+_SKIP_LOCAL = frozenset({"pPr", "rPr", "del", "moveFrom", "instrText", "delText", "fldChar"})
+
+
+def _text(doc: _Doc, el: ET.Element) -> str:
+    """Visible text of a paragraph or cell, in order; w:tab -> tab, w:br/w:cr -> newline."""
+    parts: list[str] = []
+    stack: list[Iterator[ET.Element]] = [iter([el])]
+    ns = f"{{{doc.w}}}"
+    while stack:
+        child = next(stack[-1], None)
+        if child is None:
+            stack.pop()
+            continue
+        tag = child.tag
+        local = tag[len(ns) :] if isinstance(tag, str) and tag.startswith(ns) else None
+        if local in _SKIP_LOCAL:
+            continue
+        if local == "t":
+            parts.append(child.text or "")
+        elif local == "tab":
+            parts.append("\t")
+        elif local in ("br", "cr"):
+            parts.append("\n")
+        elif local == "noBreakHyphen":
+            parts.append("-")
+        elif local == "p" and child is not el and parts:
+            parts.append("\n")  # a paragraph nested in a text box or cell
+        stack.append(iter(child))
+    return "".join(parts)
+
+
+def _paragraph(doc: _Doc, p: ET.Element, builder: SectionBuilder) -> None:
+    ppr = p.find(doc.tag("pPr"))
+    style_id = doc.attr(ppr.find(doc.tag("pStyle")) if ppr is not None else None, "val")
+    depth: int | None = None
+    direct = ppr.find(doc.tag("outlineLvl")) if ppr is not None else None
+    level = doc.attr(direct, "val")
+    if level is not None and level.isdigit():
+        depth = int(level) + 1 if int(level) < 9 else None
+    elif style_id:
+        depth = doc.style_depth(style_id)
+    text = _text(doc, p)
+    if depth is not None and text.strip():
+        builder.heading(" ".join(text.split()), depth)
+    elif doc.is_code(style_id):
+        builder.paragraph(text, preformatted=True)
+    else:
+        builder.paragraph(text)
+
+
+def _table(doc: _Doc, tbl: ET.Element, builder: SectionBuilder) -> None:
+    """Each row one paragraph, cells joined by " | "; nested tables flatten into their cell."""
+    for tr in tbl.findall(doc.tag("tr")):
+        cells = [" ".join(_text(doc, tc).split()) for tc in tr.findall(doc.tag("tc"))]
+        row = " | ".join(c for c in cells if c)
+        if row:
+            builder.paragraph(row)
+
+
+def _walk(doc: _Doc, container: ET.Element, builder: SectionBuilder) -> None:
+    for child in container:
+        if child.tag == doc.tag("p"):
+            _paragraph(doc, child, builder)
+        elif child.tag == doc.tag("tbl"):
+            _table(doc, child, builder)
+        elif child.tag == doc.tag("sdt"):
+            content = child.find(doc.tag("sdtContent"))
+            if content is not None:
+                _walk(doc, content, builder)
+        elif child.tag in (doc.tag("customXml"), doc.tag("smartTag")):
+            _walk(doc, child, builder)
+
+
+def _main_part(zf: SafeArchive) -> str:
+    if zf.find("_rels/.rels") is not None:
+        for rel in zf.read_xml("_rels/.rels").iter(_REL):
+            if (rel.get("Type") or "").endswith("/officeDocument") and rel.get("Target"):
+                target = posixpath.normpath((rel.get("Target") or "").lstrip("/"))
+                if zf.find(target) is not None:
+                    return target
+    return "word/document.xml"
+
+
+def _styles(zf: SafeArchive, w: str) -> dict[str, _Style]:
+    name = "word/styles.xml"
+    if zf.find(name) is None:
+        return {}
+    styles: dict[str, _Style] = {}
+    q = f"{{{w}}}"
+    for st in zf.read_xml(name).iter(f"{q}style"):
+        style_id = st.get(f"{q}styleId")
+        if not style_id or st.get(f"{q}type", "paragraph") != "paragraph":
+            continue
+        name_el = st.find(f"{q}name")
+        based = st.find(f"{q}basedOn")
+        outline_el = st.find(f"{q}pPr/{q}outlineLvl")
+        outline_val = outline_el.get(f"{q}val") if outline_el is not None else None
+        styles[style_id] = _Style(
+            (name_el.get(f"{q}val") or "") if name_el is not None else "",
+            int(outline_val) if outline_val and outline_val.isdigit() else None,
+            based.get(f"{q}val") if based is not None else None,
+        )
+    return styles
+
+
+def _core_title(zf: SafeArchive) -> str:
+    if zf.find("docProps/core.xml") is None:
+        return ""
+    el = zf.read_xml("docProps/core.xml").find(_DC_TITLE)
+    return strip_site_suffix(short_title(el.text or ""), any_site=False) if el is not None else ""
+
+
+def parse_docx(path: Path, limits: ParseLimits) -> ParsedDocument:
+    builder = SectionBuilder(limits.max_sections)
+    with SafeArchive(path, limits, _KIND) as zf:
+        root = zf.read_xml(_main_part(zf))
+        w = next((ns for ns in _MAIN_NAMESPACES if root.tag == f"{{{ns}}}document"), None)
+        body = root.find(f"{{{w}}}body") if w else None
+        if w is None or body is None:
+            raise ParseError(
+                "corrupt",
+                "This Word document has no document body Citewise can read; open and save it "
+                "again in Word or LibreOffice and import it again.",
+            )
+        doc = _Doc(w, _styles(zf, w))
+        title = _core_title(zf)
+        _walk(doc, body, builder)
+    title = title or builder.first_heading or path.stem
+    sections = builder.finish(title)
+    return ParsedDocument(
+        title=title, lang=detect_lang(builder.texts()), format="docx", sections=sections
+    )

@@ -1,0 +1,508 @@
+"""PDF to sections with pymupdf: text rows per page, running headers and footers dropped,
+sections from the outline (split where each heading is printed) or else from font size.
+
+Paragraphs never span pages (each carries its 1-based physical page). Extraction keeps every
+character pymupdf reports for body text: it joins lines but never rewrites words.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pymupdf
+
+from engine.parsing.lang import detect_lang
+from engine.parsing.limits import ParseLimits
+from engine.parsing.lines import clean_text, glue, join_lines, short_title
+from engine.parsing.model import ParsedDocument, ParseError
+from engine.parsing.sections import SectionBuilder
+
+_mupdf: Any = pymupdf  # pymupdf ships without type hints
+
+_MONO_FONT = re.compile(r"mono|courier|typewriter|consol|menlo|code|fixed", re.IGNORECASE)
+_BOLD_FONT = re.compile(r"bold|black|heavy|semibold", re.IGNORECASE)
+_PAGE_NUMBER = re.compile(
+    r"^(?:page\s*)?(?:\d{1,4}|(?=[ivxlcdm])m{0,3}(?:cm|cd|d?c{0,3})(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3}))"
+    r"(?:\s*(?:/|of)\s*\d{1,4})?$"
+    r"|^[-–—]\s*\d{1,4}\s*[-–—]$|^第\s*\d{1,4}\s*页(?:\s*[,，/]?\s*共\s*\d{1,4}\s*页)?$",
+    re.IGNORECASE,
+)
+_NUMBER_PREFIX = re.compile(
+    r"^\s*§?\s*(?:第\s*[0-9零〇一二三四五六七八九十百千两]+\s*[章节篇部卷]"
+    r"|(?:chapter|part|appendix|section|附录)\s*[0-9A-Za-z]{0,4}\.?"
+    r"|\d{1,3}(?:\.\d{1,3})*\.?(?=\s|$)"
+    r"|[A-Z](?:\.\d{1,3})+\.?(?=\s|$)|[A-Z]\.(?=\s))\s*",
+    re.IGNORECASE,
+)
+_LABEL = re.compile(
+    r"^(?:(?:chapter|part|appendix)\s+[0-9A-Z]{1,4}|第\s*[0-9零〇一二三四五六七八九十百千两]+\s*[章篇部卷]"
+    r"|附录\s*[A-Z])\.?$",
+    re.IGNORECASE,
+)
+_BULLET = re.compile(r"^\s*(?:[•◦▪‣●○■□\-–*]|\d{1,3}[.)]|\(\w{1,3}\))\s")
+_SENTENCE_END = frozenset(".!?。！？:：;；")
+_HEADING_END = frozenset(".,;:。，；：、")
+_JUNK_TITLES = re.compile(r"^(untitled|document\d*|title|)$", re.IGNORECASE)
+_TITLE_PREFIX = re.compile(r"^microsoft (word|powerpoint) - ", re.IGNORECASE)
+_FILE_NAME = re.compile(r"\.(docx?|pdf|tex|dvi|odt|rtf|indd|pptx?)$", re.IGNORECASE)
+
+
+@dataclass(slots=True)
+class _Row:
+    """One visual line of text: the lines pymupdf reports side by side, merged."""
+
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    text: str
+    size: float
+    bold: bool
+    mono: bool
+
+    @property
+    def height(self) -> float:
+        return max(1.0, self.y1 - self.y0)
+
+
+def _row_from_line(line: dict[str, Any]) -> _Row | None:
+    spans = [s for s in line.get("spans", ()) if s.get("text")]
+    text = clean_text("".join(s["text"] for s in spans))
+    if not text.strip():
+        return None
+    sizes: Counter[float] = Counter()
+    bold = mono = total = 0
+    for s in spans:
+        weight = len(s["text"].strip()) or 1
+        total += weight
+        sizes[round(float(s.get("size", 0.0)) * 2) / 2] += weight
+        font = str(s.get("font", ""))
+        flags = int(s.get("flags", 0))
+        if flags & 16 or _BOLD_FONT.search(font):
+            bold += weight
+        if flags & 8 or _MONO_FONT.search(font):
+            mono += weight
+    x0, y0, x1, y1 = (float(v) for v in line["bbox"])
+    return _Row(
+        x0,
+        y0,
+        x1,
+        y1,
+        text.strip(),
+        sizes.most_common(1)[0][0],
+        bold >= 0.8 * total,
+        mono >= 0.6 * total,
+    )
+
+
+def _page_rows(page: Any) -> list[_Row]:
+    rows: list[_Row] = []
+    data = page.get_text("dict", flags=_mupdf.TEXTFLAGS_TEXT)
+    for block in data.get("blocks", ()):
+        if block.get("type") != 0:
+            continue
+        for line in block.get("lines", ()):
+            row = _row_from_line(line)
+            if row is None:
+                continue
+            prev = rows[-1] if rows else None
+            if prev is not None and _same_row(prev, row):
+                prev.text = prev.text + glue(prev.text, row.text) + row.text
+                prev.x1 = max(prev.x1, row.x1)
+                prev.y0, prev.y1 = min(prev.y0, row.y0), max(prev.y1, row.y1)
+                prev.size = max(prev.size, row.size)
+                prev.bold = prev.bold and row.bold
+                prev.mono = prev.mono and row.mono
+            else:
+                rows.append(row)
+    return rows
+
+
+def _same_row(a: _Row, b: _Row) -> bool:
+    overlap = min(a.y1, b.y1) - max(a.y0, b.y0)
+    return overlap > 0.5 * min(a.height, b.height) and b.x0 >= a.x1 - 2
+
+
+# --- running headers and footers ------------------------------------------------------------
+
+
+def _key(text: str) -> str:
+    return "".join(ch for ch in unicodedata.normalize("NFKC", text).casefold() if ch.isalnum())
+
+
+def _band_rows(pages: list[list[_Row]], top: bool, row_h: float) -> list[set[int]]:
+    """Rows in a header (top) or footer band shared by many pages and set off by a gap."""
+    empty: list[set[int]] = [set() for _ in pages]
+    edges: list[float] = []
+    for rows in pages:
+        if rows:
+            edges.append(min(r.y0 for r in rows) if top else max(r.y1 for r in rows))
+    if len(edges) < 3:
+        return empty
+    modal, count = Counter(round(e / 2) for e in edges).most_common(1)[0]
+    near = sum(1 for e in edges if abs(round(e / 2) - modal) <= 1)
+    if near < max(3, 0.4 * len(edges)) or count == 0:
+        return empty
+    edge = modal * 2.0
+    found: list[set[int]] = []
+    gaps: list[float] = []
+    for rows in pages:
+        if top:
+            band = {k for k, r in enumerate(rows) if abs(r.y0 - edge) <= 3.5}
+        else:
+            band = {k for k, r in enumerate(rows) if abs(r.y1 - edge) <= 3.5}
+        rest = [r for k, r in enumerate(rows) if k not in band]
+        if band and rest:
+            if top:
+                gap = min(r.y0 for r in rest) - max(rows[k].y1 for k in band)
+            else:
+                gap = min(rows[k].y0 for k in band) - max(r.y1 for r in rest)
+            gaps.append(gap)
+            found.append(band if gap >= 0.6 * row_h else set())
+        else:
+            found.append(band)
+    if not gaps or statistics.median(gaps) < 1.2 * row_h:
+        return empty
+    return found
+
+
+def _furniture(pages: list[list[_Row]]) -> list[set[int]]:
+    """Per page, the rows that are running headers, footers or page numbers."""
+    heights = [r.height for rows in pages for r in rows]
+    row_h = statistics.median(heights) if heights else 10.0
+    drop = [
+        a | b
+        for a, b in zip(
+            _band_rows(pages, True, row_h), _band_rows(pages, False, row_h), strict=True
+        )
+    ]
+    # Text repeated at the top or bottom of many pages (numbers ignored) is furniture too.
+    edge_keys: list[dict[int, str]] = []
+    counts: Counter[str] = Counter()
+    for rows in pages:
+        order = sorted(range(len(rows)), key=lambda k: rows[k].y0)
+        edge = order[:2] + order[-2:]
+        keys = {k: re.sub(r"\d+", "#", _key(rows[k].text)) for k in set(edge)}
+        edge_keys.append(keys)
+        counts.update(set(keys.values()))
+    text_pages = sum(1 for rows in pages if rows)
+    threshold = max(3, 0.3 * text_pages)
+    for p, keys in enumerate(edge_keys):
+        for k, key in keys.items():
+            if key and counts[key] >= threshold:
+                drop[p].add(k)
+    for p, rows in enumerate(pages):
+        if not rows:
+            continue
+        order = sorted(range(len(rows)), key=lambda k: rows[k].y0)
+        for k in (order[0], order[-1]):
+            if _PAGE_NUMBER.match(rows[k].text.strip()):
+                drop[p].add(k)
+    return drop
+
+
+# --- headings --------------------------------------------------------------------------------
+
+
+def _strip_number(text: str) -> str:
+    return _NUMBER_PREFIX.sub("", text, count=1)
+
+
+def _find_heading(
+    rows: list[_Row], start: int, title: str, body_size: float
+) -> tuple[int, int] | None:
+    """(row, number of rows) where the outline title is printed, at or after `start`."""
+    wanted = {_key(title), _key(_strip_number(title))} - {""}
+    if not wanted:
+        return None
+    longest = max(len(k) for k in wanted)
+    for prominent_only in (True, False):
+        for k in range(start, len(rows)):
+            first = rows[k]
+            if prominent_only and not (first.bold or first.size > body_size + 0.5):
+                continue
+            acc = ""
+            for m in range(k, min(k + 4, len(rows))):
+                acc = acc + glue(acc, rows[m].text) + rows[m].text if acc else rows[m].text
+                full, stripped = _key(acc), _key(_strip_number(acc))
+                if full in wanted or stripped in wanted:
+                    return k, m - k + 1
+                if len(stripped) > longest + 12:
+                    break
+    return None
+
+
+@dataclass(slots=True)
+class _Split:
+    page: int
+    row: int
+    rows: int  # rows the printed heading takes (0 when it was not found on the page)
+    title: str
+    depth: int
+
+
+def _outline(doc: Any) -> list[list[Any]]:
+    """The bookmarks as [level, title, page]; a damaged outline counts as none."""
+    try:
+        return list(doc.get_toc(simple=True))
+    except Exception:
+        return []
+
+
+def _outline_splits(
+    outline: list[list[Any]], pages: list[list[_Row]], body_size: float
+) -> list[_Split]:
+    """Where each bookmark's heading is printed, in reading order."""
+    splits: list[_Split] = []
+    pos_page, pos_row = 0, 0
+    for entry in outline:
+        level, title, page_no = int(entry[0]), short_title(clean_text(str(entry[1]))), int(entry[2])
+        if not title or not 1 <= page_no <= len(pages):
+            continue
+        target = page_no - 1
+        if target < pos_page:
+            target = pos_page  # out of reading order: it cannot start before the last heading
+        start = pos_row if target == pos_page else 0
+        found = _find_heading(pages[target], start, title, body_size)
+        if found is None and target + 1 < len(pages):
+            nxt = _find_heading(pages[target + 1], 0, title, body_size)
+            if nxt is not None:
+                target, found = target + 1, nxt
+        if found is None:
+            splits.append(_Split(target, start, 0, title, level))
+            pos_page, pos_row = target, start
+        else:
+            splits.append(_Split(target, found[0], found[1], title, level))
+            pos_page, pos_row = target, found[0] + found[1]
+    return splits
+
+
+def _font_splits(pages: list[list[_Row]], body_size: float) -> list[_Split]:
+    """Without an outline: rows clearly larger than body text, or short bold numbered rows."""
+    sized: list[tuple[int, int, float]] = []
+    for p, rows in enumerate(pages):
+        for k, r in enumerate(rows):
+            if (
+                not r.mono
+                and r.size >= body_size * 1.15
+                and r.size >= body_size + 1
+                and len(r.text) <= 200
+                and any(ch.isalnum() for ch in r.text)
+            ):
+                sized.append((p, k, r.size))
+    levels = sorted({s for _, _, s in sized}, reverse=True)
+    depth_of = {s: min(6, i + 1) for i, s in enumerate(levels)}
+    bold_depth = min(6, len(levels) + 1)
+    candidates: dict[tuple[int, int], int] = {(p, k): depth_of[s] for p, k, s in sized}
+    for p, rows in enumerate(pages):
+        for k, r in enumerate(rows):
+            if (p, k) in candidates or not r.bold or r.mono or abs(r.size - body_size) > 0.5:
+                continue
+            text = r.text.strip()
+            if len(text) > 80 or not text or text[-1] in _HEADING_END:
+                continue
+            if levels and not _NUMBER_PREFIX.match(text):
+                continue
+            isolated = k == 0 or rows[k].y0 - rows[k - 1].y1 > 0.5 * r.height
+            if isolated and _strip_number(text):
+                candidates[(p, k)] = bold_depth
+    splits: list[_Split] = []
+    for (p, k), depth in sorted(candidates.items()):
+        last = splits[-1] if splits else None
+        rows = pages[p]
+        if (
+            last is not None
+            and last.page == p
+            and last.row + last.rows == k
+            and last.depth == depth
+            and rows[k].y0 - rows[k - 1].y1 < 0.8 * rows[k].height
+        ):
+            last.rows += 1  # a heading wrapped onto a second line
+            last.title = last.title + glue(last.title, rows[k].text) + rows[k].text
+            continue
+        splits.append(_Split(p, k, 1, rows[k].text, depth))
+    return _merge_labels(splits)
+
+
+def _merge_labels(splits: list[_Split]) -> list[_Split]:
+    """ "Chapter 1" printed above "GNU/Linux tutorials" is one heading, titled by the second."""
+    out: list[_Split] = []
+    for split in splits:
+        last = out[-1] if out else None
+        if (
+            last is not None
+            and _LABEL.match(last.title)
+            and last.page == split.page
+            and last.row + last.rows == split.row
+        ):
+            out[-1] = _Split(
+                last.page,
+                last.row,
+                last.rows + split.rows,
+                split.title,
+                min(last.depth, split.depth),
+            )
+        else:
+            out.append(split)
+    return out
+
+
+# --- paragraphs ------------------------------------------------------------------------------
+
+
+def _breaks(prev: _Row, cur: _Row, first: _Row, right: float) -> bool:
+    if cur.mono != prev.mono:
+        return True
+    h = min(prev.height, cur.height)
+    gap = cur.y0 - prev.y1
+    if gap > 0.75 * h or gap < -0.5 * h:
+        return True
+    if cur.mono:
+        return False
+    if abs(cur.size - prev.size) > 1.0 or _BULLET.match(cur.text):
+        return True
+    if cur.x0 > prev.x0 + 0.8 * cur.size and not _BULLET.match(first.text):
+        return True  # an indented first line
+    ends = prev.text[-1:] in _SENTENCE_END
+    return ends and prev.x1 < right - 2 * prev.size
+
+
+def _emit_rows(rows: list[_Row], page: int, right: float, builder: SectionBuilder) -> None:
+    group: list[_Row] = []
+
+    def flush() -> None:
+        if group:
+            if group[0].mono:
+                builder.paragraph("\n".join(r.text for r in group), page, preformatted=True)
+            else:
+                builder.paragraph(join_lines([r.text for r in group]), page)
+            group.clear()
+
+    for row in rows:
+        if group and _breaks(group[-1], row, group[0], right):
+            flush()
+        group.append(row)
+    flush()
+
+
+# --- document --------------------------------------------------------------------------------
+
+
+def _body_size(pages: list[list[_Row]]) -> float:
+    sizes: Counter[float] = Counter()
+    for rows in pages:
+        for r in rows:
+            sizes[r.size] += len(r.text)
+    return sizes.most_common(1)[0][0] if sizes else 10.0
+
+
+def _right_edge(rows: list[_Row]) -> float:
+    edges = sorted(r.x1 for r in rows if not r.mono) or sorted(r.x1 for r in rows)
+    return edges[int(len(edges) * 0.9)] if edges else 0.0
+
+
+def _meta_title(doc: Any) -> str:
+    raw = (doc.metadata or {}).get("title") or ""
+    title = _TITLE_PREFIX.sub("", short_title(clean_text(str(raw))))
+    if _JUNK_TITLES.match(title) or _FILE_NAME.search(title):
+        return ""
+    return title
+
+
+def _open(path: Path) -> Any:
+    _mupdf.TOOLS.mupdf_display_errors(False)
+    _mupdf.TOOLS.mupdf_display_warnings(False)
+    try:
+        doc = _mupdf.open(str(path), filetype="pdf")
+    except Exception as exc:
+        raise ParseError(
+            "corrupt",
+            "This PDF is damaged and cannot be opened; try opening it in a PDF viewer and "
+            "saving or printing it to a new PDF, then import that.",
+        ) from exc
+    if doc.needs_pass:
+        doc.close()
+        raise ParseError(
+            "encrypted",
+            "This PDF is password-protected; save a copy without the password (for example "
+            "by printing it to PDF) and import that.",
+        )
+    return doc
+
+
+def _truncated(path: Path) -> bool:
+    with path.open("rb") as fh:
+        fh.seek(0, 2)
+        size = fh.tell()
+        fh.seek(max(0, size - 2048))
+        return b"%%EOF" not in fh.read()
+
+
+def parse_pdf(path: Path, limits: ParseLimits) -> ParsedDocument:
+    doc = _open(path)
+    try:
+        page_count = doc.page_count
+        if page_count == 0 or (doc.is_repaired and _truncated(path)):
+            raise ParseError(
+                "corrupt",
+                "This PDF is incomplete or damaged (it may not have finished downloading); "
+                "get a fresh copy and import it again.",
+            )
+        if page_count > limits.max_pages:
+            raise ParseError(
+                "too_large",
+                f"This PDF has {page_count:,} pages, more than the {limits.max_pages:,} "
+                "Citewise imports from one file; split it into smaller PDFs.",
+            )
+        raw_pages = [_page_rows(page) for page in doc]
+        drop = _furniture(raw_pages)
+        pages = [
+            [r for k, r in enumerate(rows) if k not in dropped]
+            for rows, dropped in zip(raw_pages, drop, strict=True)
+        ]
+        if not any(pages):
+            raise ParseError(
+                "no_text_layer",
+                "This PDF has no text layer (it is probably a scan or made of images); run it "
+                "through OCR, for example with a PDF editor, and import the result.",
+            )
+        body_size = _body_size(pages)
+        splits = _outline_splits(_outline(doc), pages, body_size)
+        found = sum(1 for split in splits if split.rows)
+        if found * 2 < len(splits) or not splits:
+            # no outline, or one whose titles are mostly not printed where it points
+            splits = _font_splits(pages, body_size) or splits
+        meta_title = _meta_title(doc)
+    finally:
+        doc.close()
+
+    builder = SectionBuilder(limits.max_sections)
+    by_page: dict[int, list[_Split]] = {}
+    for split in splits:
+        by_page.setdefault(split.page, []).append(split)
+    for p, rows in enumerate(pages):
+        right = _right_edge(rows)
+        at = 0
+        for split in by_page.get(p, ()):
+            row = max(split.row, at)
+            _emit_rows(rows[at:row], p + 1, right, builder)
+            heading_rows = rows[row : row + split.rows]
+            text = join_lines([r.text for r in heading_rows]) if heading_rows else None
+            builder.heading(split.title, split.depth, text=text, page=p + 1)
+            at = max(at, row + len(heading_rows))
+        _emit_rows(rows[at:], p + 1, right, builder)
+    title = meta_title or builder.first_heading or path.stem
+    sections = builder.finish(title)
+    return ParsedDocument(
+        title=title,
+        lang=detect_lang(builder.texts()),
+        format="pdf",
+        sections=sections,
+        pages=page_count,
+    )
