@@ -1,0 +1,170 @@
+"""A content-addressed embedding cache on SQLite: (provider, model, dimensions, sha256 of the
+exact text) → vector, so no text is ever embedded twice with the same model.
+
+Every write is one SQLite transaction (WAL, synchronous=NORMAL): a killed process loses at most
+the batch it was writing, never the file. Its methods block; async code calls them through
+anyio.to_thread. It never stores the text itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from engine.embedding.base import Vectors, normalise
+from index.records import EmbeddingSpec
+
+CACHE_FORMAT = 1
+StoredType = Literal["float16", "float32"]
+_QUERY_CHUNK = 500  # hashes per SELECT … IN (…), well below SQLite's variable limit
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS vectors (
+    provider TEXT NOT NULL,
+    model TEXT NOT NULL,
+    dimensions INTEGER NOT NULL,
+    text_hash TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (provider, model, dimensions, text_hash)
+) WITHOUT ROWID;
+"""
+
+
+def text_hash(text: str) -> str:
+    """The cache key of a text: sha256 of its exact UTF-8 bytes, hex."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class EmbeddingCache:
+    """Thread-safe: one connection shared under a lock (check_same_thread=False).
+
+    Vectors are stored as little-endian float16 by default (half the disk, cosine error
+    ~1e-3) and always come back as unit-length float32. `stored_form` gives a fresh vector
+    the exact values a later cache hit returns, so results never depend on hit or miss. An
+    existing file keeps the type it was created with. A file that is not a database is moved
+    aside to `<name>.corrupt-<time>` and a new one is started (it only holds derived data).
+    """
+
+    def __init__(self, path: Path, *, dtype: StoredType = "float16") -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._conn, self.dtype = self._open(dtype)
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError):
+                raise  # locked, read-only, disk full: not a damaged file
+            self._move_aside()
+            self._conn, self.dtype = self._open(dtype)
+        self._numpy_type = np.dtype("<f2" if self.dtype == "float16" else "<f4")
+
+    def _open(self, dtype: StoredType) -> tuple[sqlite3.Connection, StoredType]:
+        conn = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            with conn:
+                conn.executescript(_SCHEMA)
+                conn.execute(
+                    "INSERT OR IGNORE INTO meta (key, value) VALUES ('format', ?), ('dtype', ?)",
+                    (str(CACHE_FORMAT), dtype),
+                )
+            row = conn.execute("SELECT value FROM meta WHERE key = 'dtype'").fetchone()
+        except Exception:
+            conn.close()
+            raise
+        stored: StoredType = "float32" if row[0] == "float32" else "float16"
+        return conn, stored
+
+    def _move_aside(self) -> None:
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        self.path.replace(self.path.with_name(f"{self.path.name}.corrupt-{stamp}"))
+        for suffix in ("-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                self.path.with_name(self.path.name + suffix).unlink()
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> EmbeddingCache:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def stored_form(self, vectors: npt.ArrayLike) -> Vectors:
+        """`vectors` [n, dim] as a cache hit would return them (rounded to the stored type)."""
+        rounded = np.asarray(vectors, dtype=np.float32).astype(self._numpy_type)
+        return normalise(rounded.astype(np.float32))
+
+    def get_many(self, spec: EmbeddingSpec, hashes: Sequence[str]) -> dict[str, Vectors]:
+        """The cached vectors (1-D float32, unit length) of those `hashes` that are cached."""
+        key = (spec.provider, spec.model, spec.dimensions)
+        wanted = list(dict.fromkeys(hashes))
+        rows: list[tuple[str, bytes]] = []
+        with self._lock:
+            for i in range(0, len(wanted), _QUERY_CHUNK):
+                chunk = wanted[i : i + _QUERY_CHUNK]
+                marks = ",".join("?" * len(chunk))
+                rows += self._conn.execute(
+                    "SELECT text_hash, vector FROM vectors WHERE provider = ? AND model = ? "
+                    f"AND dimensions = ? AND text_hash IN ({marks})",
+                    (*key, *chunk),
+                ).fetchall()
+        size = spec.dimensions * self._numpy_type.itemsize
+        good = [(h, blob) for h, blob in rows if len(blob) == size]
+        if not good:
+            return {}
+        matrix = np.frombuffer(b"".join(blob for _, blob in good), dtype=self._numpy_type)
+        vectors = normalise(matrix.reshape(len(good), spec.dimensions).astype(np.float32))
+        return {h: vectors[i] for i, (h, _) in enumerate(good)}
+
+    def put_many(self, spec: EmbeddingSpec, items: Iterable[tuple[str, npt.NDArray[Any]]]) -> int:
+        """Store (hash, vector) pairs in one transaction; returns how many were new."""
+        key = (spec.provider, spec.model, spec.dimensions)
+        rows = []
+        for h, vector in items:
+            flat = np.asarray(vector, dtype=np.float32).reshape(-1)
+            if flat.shape[0] != spec.dimensions:
+                raise ValueError(
+                    f"vector of {flat.shape[0]} values for a {spec.dimensions}-d model"
+                )
+            rows.append((*key, h, flat.astype(self._numpy_type).tobytes()))
+        with self._lock, self._conn:
+            before = self._conn.total_changes
+            self._conn.executemany(
+                "INSERT OR IGNORE INTO vectors (provider, model, dimensions, text_hash, vector) "
+                "VALUES (?, ?, ?, ?, ?)",
+                rows,
+            )
+            return self._conn.total_changes - before
+
+    def count(self, spec: EmbeddingSpec | None = None) -> int:
+        """How many vectors are cached (for one model, or in all)."""
+        with self._lock:
+            if spec is None:
+                row = self._conn.execute("SELECT count(*) FROM vectors").fetchone()
+            else:
+                row = self._conn.execute(
+                    "SELECT count(*) FROM vectors "
+                    "WHERE provider = ? AND model = ? AND dimensions = ?",
+                    (spec.provider, spec.model, spec.dimensions),
+                ).fetchone()
+        return int(row[0])
