@@ -1,0 +1,68 @@
+"""The on-disk snapshot: record types, builders and memory-mapped readers.
+
+index/ imports nothing else of the project. Re-exports resolve lazily, so that
+`import index.records` never pays for importing numpy and usearch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from index.blockstore import DocumentInfo
+    from index.fsutil import atomic_write, fsync_dir
+    from index.snapshot import (
+        Block,
+        Snapshot,
+        SnapshotError,
+        VerifyResult,
+        build_snapshot,
+        read_manifest,
+        verify_snapshot,
+    )
+    from index.textnorm import TOKENIZER_VERSION, fold, query_tokens, tokenize
+    from index.vectors import vector_key
+
+_EXPORTS = {
+    "Block": "index.snapshot",
+    "DocumentInfo": "index.blockstore",
+    "Snapshot": "index.snapshot",
+    "SnapshotError": "index.snapshot",
+    "TOKENIZER_VERSION": "index.textnorm",
+    "VerifyResult": "index.snapshot",
+    "atomic_write": "index.fsutil",
+    "build_snapshot": "index.snapshot",
+    "fold": "index.textnorm",
+    "fsync_dir": "index.fsutil",
+    "query_tokens": "index.textnorm",
+    "read_manifest": "index.snapshot",
+    "tokenize": "index.textnorm",
+    "vector_key": "index.vectors",
+    "verify_snapshot": "index.snapshot",
+}
+
+__all__ = [
+    "TOKENIZER_VERSION",
+    "Block",
+    "DocumentInfo",
+    "Snapshot",
+    "SnapshotError",
+    "VerifyResult",
+    "atomic_write",
+    "build_snapshot",
+    "fold",
+    "fsync_dir",
+    "query_tokens",
+    "read_manifest",
+    "tokenize",
+    "vector_key",
+    "verify_snapshot",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'index' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

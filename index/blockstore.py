@@ -1,0 +1,273 @@
+"""The block store of a snapshot: document metadata, block metadata, block text and folded text.
+
+Blocks are stored in document order, then block_index; a block's ordinal is its row. Files are
+written once by `write_block_store` and read through memory maps by `BlockStore`, which never
+reads a whole text file and never hands out arrays that view the maps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from index.fsutil import Mapped, write_new_file
+from index.records import BlockRecord, DocumentRecord, SectionRecord
+from index.scan import block_starts, scan_form
+
+BLOCKS_META = "blocks.meta"
+TEXT_BIN = "text.bin"
+FOLDED_BIN = "folded.bin"
+DOCUMENTS = "documents.msgpack"
+FILES = (BLOCKS_META, TEXT_BIN, FOLDED_BIN, DOCUMENTS)
+
+DOCUMENTS_FORMAT = 1
+
+# Little-endian and packed, so the file reads the same on every platform.
+BLOCK_DTYPE = np.dtype(
+    [
+        ("doc", "<u4"),
+        ("block_index", "<u4"),
+        ("section", "<u4"),
+        ("page_start", "<u4"),  # 0 = no page
+        ("page_end", "<u4"),
+        ("tokens", "<u4"),
+        ("text_offset", "<u8"),
+        ("text_length", "<u4"),
+        ("folded_offset", "<u8"),
+        ("folded_length", "<u4"),
+    ]
+)
+
+# Folded block texts are joined with NUL so a scan never matches across two blocks.
+FOLDED_SEPARATOR = b"\x00"
+
+
+class DocumentInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """A document of a snapshot; its blocks are the ordinals in `block_range`."""
+
+    doc_id: str
+    content_hash: str
+    source: str
+    source_label: str
+    title: str
+    aliases: tuple[str, ...] = ()
+    lang: str = "en"
+    format: str = "text"
+    pages: int | None = None
+    parser_version: str = ""
+    chunker_version: str = ""
+    sections: tuple[SectionRecord, ...] = ()
+    block_start: int = 0
+    block_count: int = 0
+
+    @property
+    def block_range(self) -> range:
+        return range(self.block_start, self.block_start + self.block_count)
+
+
+class _DocumentsFile(msgspec.Struct, kw_only=True):
+    format_version: int = DOCUMENTS_FORMAT
+    documents: tuple[DocumentInfo, ...] = ()
+    block_ids: tuple[tuple[str, ...], ...] = ()  # parallel to documents, block_index order
+
+
+class _LazyDocumentsFile(msgspec.Struct, kw_only=True):
+    """The same file with block ids left undecoded until a block of that document is read."""
+
+    format_version: int = DOCUMENTS_FORMAT
+    documents: tuple[DocumentInfo, ...] = ()
+    block_ids: tuple[msgspec.Raw, ...] = ()
+
+
+def ordered_blocks(doc: DocumentRecord) -> tuple[list[BlockRecord], list[int]]:
+    """The blocks of `doc` in block_index order and the permutation that sorted them.
+
+    Raises ValueError for what would make a snapshot lie: block indexes that are not exactly
+    0..n-1, duplicate block ids, a section ordinal outside the outline.
+    """
+    order = sorted(range(len(doc.blocks)), key=lambda i: doc.blocks[i].block_index)
+    blocks = [doc.blocks[i] for i in order]
+    ids: set[str] = set()
+    for position, block in enumerate(blocks):
+        where = f"document {doc.doc_id!r} ({doc.source}) block {block.block_index}"
+        if block.block_index != position:
+            raise ValueError(f"{where}: block indexes must be 0..{len(blocks) - 1}")
+        if block.block_id in ids:
+            raise ValueError(f"{where}: duplicate block id {block.block_id!r}")
+        ids.add(block.block_id)
+        if not 0 <= block.section < len(doc.sections):
+            raise ValueError(f"{where}: section {block.section} not in the outline")
+        if block.tokens < 0:
+            raise ValueError(f"{where}: negative token count")
+    return blocks, order
+
+
+def write_block_store(
+    directory: Path, documents: Sequence[DocumentRecord], blocks: Sequence[Sequence[BlockRecord]]
+) -> dict[str, int]:
+    """Write the block store files for `documents` whose ordered blocks are `blocks`."""
+    n = sum(len(b) for b in blocks)
+    meta = np.zeros(n, dtype=BLOCK_DTYPE)
+    texts: list[bytes] = []
+    folded: list[bytes] = []
+    infos: list[DocumentInfo] = []
+    all_ids: list[tuple[str, ...]] = []
+    row = 0
+    for doc_ordinal, (doc, doc_blocks) in enumerate(zip(documents, blocks, strict=True)):
+        infos.append(_info(doc, row, len(doc_blocks)))
+        all_ids.append(tuple(b.block_id for b in doc_blocks))
+        for block in doc_blocks:
+            texts.append(block.text.encode("utf-8"))
+            folded.append(scan_form(block.text).encode("utf-8"))
+            meta[row] = (
+                doc_ordinal,
+                block.block_index,
+                block.section,
+                block.page_start or 0,
+                block.page_end or 0,
+                block.tokens,
+                0,
+                0,
+                0,
+                0,
+            )
+            row += 1
+    text_lengths = np.fromiter((len(t) for t in texts), dtype=np.uint64, count=n)
+    folded_lengths = np.fromiter((len(t) for t in folded), dtype=np.uint64, count=n)
+    meta["text_length"] = text_lengths
+    meta["text_offset"] = np.cumsum(text_lengths) - text_lengths
+    meta["folded_length"] = folded_lengths
+    separators = np.arange(n, dtype=np.uint64) * len(FOLDED_SEPARATOR)
+    meta["folded_offset"] = np.cumsum(folded_lengths) - folded_lengths + separators
+    documents_file = _DocumentsFile(documents=tuple(infos), block_ids=tuple(all_ids))
+    return {
+        BLOCKS_META: write_new_file(directory / BLOCKS_META, meta.tobytes()),
+        TEXT_BIN: write_new_file(directory / TEXT_BIN, texts),
+        FOLDED_BIN: write_new_file(directory / FOLDED_BIN, _joined(folded)),
+        DOCUMENTS: write_new_file(
+            directory / DOCUMENTS, msgspec.msgpack.encode(documents_file, order="deterministic")
+        ),
+    }
+
+
+def _joined(parts: list[bytes]) -> Iterator[bytes]:
+    for i, part in enumerate(parts):
+        if i:
+            yield FOLDED_SEPARATOR
+        yield part
+
+
+def _info(doc: DocumentRecord, block_start: int, block_count: int) -> DocumentInfo:
+    return DocumentInfo(
+        doc_id=doc.doc_id,
+        content_hash=doc.content_hash,
+        source=doc.source,
+        source_label=doc.source_label,
+        title=doc.title,
+        aliases=doc.aliases,
+        lang=doc.lang,
+        format=doc.format,
+        pages=doc.pages,
+        parser_version=doc.parser_version,
+        chunker_version=doc.chunker_version,
+        sections=doc.sections,
+        block_start=block_start,
+        block_count=block_count,
+    )
+
+
+class BlockStore:
+    """Read side of the block store over memory maps; safe for concurrent readers."""
+
+    def __init__(self, meta: Mapped, text: Mapped, folded: Mapped, documents: bytes) -> None:
+        if len(meta) % BLOCK_DTYPE.itemsize:
+            raise ValueError(f"{BLOCKS_META} is not a whole number of rows")
+        decoded = msgspec.msgpack.decode(documents, type=_LazyDocumentsFile)
+        if decoded.format_version != DOCUMENTS_FORMAT:
+            raise ValueError(f"{DOCUMENTS} has format {decoded.format_version}")
+        if len(decoded.block_ids) != len(decoded.documents):
+            raise ValueError(f"{DOCUMENTS}: block ids do not match documents")
+        self.documents: tuple[DocumentInfo, ...] = decoded.documents
+        self._raw_ids = decoded.block_ids
+        self._ids: dict[int, tuple[str, ...]] = {}
+        self._id_maps: dict[int, dict[str, int]] = {}
+        self.meta: npt.NDArray[np.void] = np.frombuffer(meta, dtype=BLOCK_DTYPE)
+        self.text = text
+        self.folded = folded
+        self.n_blocks = len(self.meta)
+        expected = sum(d.block_count for d in self.documents)
+        if expected != self.n_blocks:
+            raise ValueError(f"{BLOCKS_META} has {self.n_blocks} rows, documents say {expected}")
+        self._folded_starts: list[int] | None = None
+        self._by_doc_id = {d.doc_id: i for i, d in enumerate(self.documents)}
+
+    def release(self) -> None:
+        """Drop every array that views the maps so they can be closed."""
+        self.meta = np.zeros(0, dtype=BLOCK_DTYPE)
+        self._folded_starts = None
+        self.text = b""
+        self.folded = b""
+
+    def doc_ordinal(self, doc_id: str) -> int | None:
+        return self._by_doc_id.get(doc_id)
+
+    def block_ids(self, doc: int) -> tuple[str, ...]:
+        ids = self._ids.get(doc)
+        if ids is None:
+            ids = msgspec.msgpack.decode(self._raw_ids[doc], type=tuple[str, ...])
+            self._ids[doc] = ids
+        return ids
+
+    def block_ordinal(self, doc: int, block_id: str) -> int | None:
+        """The ordinal of `block_id` in document `doc`, or None."""
+        index = self._id_maps.get(doc)
+        if index is None:
+            index = {b: i for i, b in enumerate(self.block_ids(doc))}
+            self._id_maps[doc] = index
+        i = index.get(block_id)
+        return None if i is None else self.documents[doc].block_start + i
+
+    def row(self, ordinal: int) -> tuple[int, ...]:
+        if not 0 <= ordinal < self.n_blocks:
+            raise IndexError(f"block ordinal {ordinal} out of range 0..{self.n_blocks - 1}")
+        return tuple(int(v) for v in self.meta[ordinal].item())
+
+    def block_text(self, ordinal: int) -> str:
+        row = self.meta[ordinal]
+        start = int(row["text_offset"])
+        return self.text[start : start + int(row["text_length"])].decode("utf-8")
+
+    def folded_text(self, ordinal: int) -> str:
+        row = self.meta[ordinal]
+        start = int(row["folded_offset"])
+        return self.folded[start : start + int(row["folded_length"])].decode("utf-8")
+
+    def folded_starts(self) -> list[int]:
+        """Block offsets in folded.bin for `scan`, built on the first scan (not at open)."""
+        starts = self._folded_starts
+        if starts is None:
+            starts = block_starts(self.meta["folded_offset"], len(self.folded))
+            self._folded_starts = starts
+        return starts
+
+    def ranges(self, docs: Sequence[int] | None) -> list[tuple[int, int]]:
+        """Block ordinal ranges [start, end) covering `docs` (None = all), merged and sorted."""
+        if docs is None:
+            return [(0, self.n_blocks)] if self.n_blocks else []
+        spans: list[tuple[int, int]] = []
+        for doc in sorted(set(docs)):
+            if not 0 <= doc < len(self.documents):
+                raise IndexError(f"document ordinal {doc} out of range")
+            info = self.documents[doc]
+            if not info.block_count:
+                continue
+            start, end = info.block_start, info.block_start + info.block_count
+            if spans and spans[-1][1] == start:
+                spans[-1] = (spans[-1][0], end)
+            else:
+                spans.append((start, end))
+        return spans

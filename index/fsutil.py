@@ -1,0 +1,96 @@
+"""Durable file writes (write-and-fsync, fsync directories, atomic replace) and read-only maps.
+
+Used for snapshot files (written once) and small pointer files (replaced atomically). Nothing
+here ever truncates an existing file in place or maps a file writable.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+Mapped = mmap.mmap | bytes  # a read-only file view; bytes only for empty files
+
+_REPLACE_ATTEMPTS = 6
+_REPLACE_BACKOFF_S = 0.05
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a directory's entries durable. Windows cannot open directories; NTFS journals them."""
+    if os.name == "nt":
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_new_file(path: Path, chunks: bytes | Iterable[bytes]) -> int:
+    """Create `path` (it must not exist), write `chunks`, fsync; return the size in bytes."""
+    size = 0
+    with open(path, "xb") as f:
+        for chunk in [chunks] if isinstance(chunks, bytes) else chunks:
+            f.write(chunk)
+            size += len(chunk)
+        f.flush()
+        os.fsync(f.fileno())
+    return size
+
+
+def fsync_file(path: Path) -> None:
+    """fsync a file that something else (e.g. usearch) wrote."""
+    with open(path, "rb+") as f:
+        os.fsync(f.fileno())
+
+
+def replace_with_retry(source: Path, target: Path) -> None:
+    """os.replace, retried briefly on PermissionError (antivirus and indexers hold files)."""
+    for attempt in range(_REPLACE_ATTEMPTS):
+        try:
+            os.replace(source, target)
+            return
+        except PermissionError:
+            if attempt == _REPLACE_ATTEMPTS - 1:
+                raise
+            time.sleep(_REPLACE_BACKOFF_S * (attempt + 1))
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` so a reader sees the old or the new content, never a mix.
+
+    Writes a temporary file beside it, fsyncs it, renames it over `path`, fsyncs the directory.
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    replaced = False
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        replace_with_retry(tmp, path)
+        replaced = True
+    finally:
+        if not replaced:
+            tmp.unlink(missing_ok=True)
+    fsync_dir(path.parent)
+
+
+def map_file(path: Path) -> Mapped:
+    """Map a whole file read-only; an empty file (which mmap refuses) maps to b"".
+
+    The caller closes the map once no array made from it is alive (closing a map that numpy
+    still views raises BufferError; Windows cannot delete a mapped file).
+    """
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            return b""
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def close_map(mapped: Mapped) -> None:
+    if isinstance(mapped, mmap.mmap):
+        mapped.close()

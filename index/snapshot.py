@@ -1,0 +1,535 @@
+"""A snapshot on disk: build it once (manifest last), open it memory-mapped, verify its hash.
+
+A snapshot directory is complete exactly when manifest.json exists: every other file is written
+and fsynced first, the manifest last. Files are never modified after the build. Opening checks
+sizes, never re-hashes; `verify_snapshot` re-hashes. Nothing here imports outside index/.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from index import blockstore, bm25
+from index.blockstore import BlockStore, DocumentInfo
+from index.bm25 import Bm25Index, Bm25Stats
+from index.fsutil import Mapped, atomic_write, close_map, fsync_dir, map_file, write_new_file
+from index.records import (
+    SNAPSHOT_FORMAT,
+    DocumentRecord,
+    ManifestDocument,
+    SnapshotManifest,
+)
+from index.scan import scan as scan_folded
+from index.scan import snippet as snippet_of
+from index.textnorm import TOKENIZER_VERSION, document_tokens, fold, query_tokens
+from index.vectors import (
+    GRAPH,
+    KEYS,
+    MATRIX,
+    ORDINALS,
+    VectorIndex,
+    VectorKind,
+    vector_key,
+    write_vectors,
+)
+
+MANIFEST = "manifest.json"
+HEADER = "header.msgpack"
+HEADER_FORMAT = 1
+_HASH_CHUNK = 1 << 20
+
+
+class SnapshotError(Exception):
+    """A snapshot directory that is missing, incomplete, corrupt or of an unknown format."""
+
+
+class SnapshotHeader(msgspec.Struct, frozen=True, kw_only=True):
+    """Index-internal facts a reader needs; the manifest stays the caller's record."""
+
+    format_version: int = HEADER_FORMAT
+    tokenizer_version: str
+    n_documents: int
+    n_blocks: int
+    dim: int  # 0 when the snapshot has no vectors
+    vector_index: VectorKind
+    exact_search_max_blocks: int
+    bm25: Bm25Stats
+    graph_from_parent: bool = False  # the HNSW graph was extended from the parent's
+
+
+class VerifyResult(msgspec.Struct, frozen=True, kw_only=True):
+    ok: bool
+    expected: str  # content hash recorded in the manifest
+    actual: str  # content hash of the files as they are now ("" if it could not be computed)
+    problems: list[str] = []
+
+
+class Block:
+    """One block of an open snapshot; `text` is read from the map on first access."""
+
+    __slots__ = (
+        "_snapshot",
+        "_text",
+        "block_id",
+        "block_index",
+        "doc",
+        "doc_id",
+        "ordinal",
+        "page_end",
+        "page_start",
+        "section",
+        "tokens",
+    )
+
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        ordinal: int,
+        doc: int,
+        doc_id: str,
+        block_index: int,
+        block_id: str,
+        section: int,
+        page_start: int | None,
+        page_end: int | None,
+        tokens: int,
+    ) -> None:
+        self._snapshot = snapshot
+        self._text: str | None = None
+        self.ordinal = ordinal
+        self.doc = doc
+        self.doc_id = doc_id
+        self.block_index = block_index
+        self.block_id = block_id
+        self.section = section  # ordinal of the section within its document
+        self.page_start = page_start
+        self.page_end = page_end
+        self.tokens = tokens
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = self._snapshot._store().block_text(self.ordinal)
+        return self._text
+
+    @property
+    def citation(self) -> str:
+        return f"{self.doc_id}#{self.block_id}"
+
+    def __repr__(self) -> str:
+        return f"Block({self.citation!r}, ordinal={self.ordinal})"
+
+
+def content_hash(manifest: SnapshotManifest, file_hashes: dict[str, str]) -> str:
+    """sha256 over the sorted (file name, file sha256) pairs and the manifest with the fields
+    that name a build rather than its content blanked: snapshot_id, parent_id, created_at,
+    files (covered by the file hashes) and content_hash itself."""
+    digest = hashlib.sha256()
+    for name in sorted(file_hashes):
+        digest.update(f"{name}\x00{file_hashes[name]}\n".encode())
+    blank = msgspec.structs.replace(
+        manifest, snapshot_id="", parent_id=None, created_at="", files={}, content_hash=""
+    )
+    digest.update(b"manifest\x00" + msgspec.json.encode(blank, order="deterministic"))
+    return digest.hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(_HASH_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def build_snapshot(
+    directory: Path,
+    manifest: SnapshotManifest,
+    documents: Sequence[DocumentRecord],
+    vectors: Sequence[npt.NDArray[np.floating]],
+    *,
+    parent: Path | None = None,
+    k1: float,
+    b: float,
+    exact_search_max_blocks: int,
+) -> SnapshotManifest:
+    """Write a complete snapshot of `documents` into the new `directory`; return its manifest.
+
+    `vectors[i]` is [len(documents[i].blocks), dim] L2-normalised float32 rows in the order of
+    documents[i].blocks; dim is manifest.embedding.dimensions (no embedding: no vector files).
+    `parent` is the parent snapshot directory; its HNSW graph is extended when the embedding is
+    the same. Fills documents, vector_index, stats.blocks_indexed, files, content_hash (and
+    tokenizer_version when empty); the rest is the caller's. On failure the directory is removed.
+    """
+    _check_arguments(manifest, documents, vectors, k1, b, exact_search_max_blocks)
+    directory.mkdir(parents=True, exist_ok=False)
+    fsync_dir(directory.parent)
+    built = False
+    try:
+        final = _build(
+            directory, manifest, documents, vectors, parent, k1, b, exact_search_max_blocks
+        )
+        built = True
+    finally:
+        if not built:
+            shutil.rmtree(directory, ignore_errors=True)
+    return final
+
+
+def _check_arguments(
+    manifest: SnapshotManifest,
+    documents: Sequence[DocumentRecord],
+    vectors: Sequence[npt.NDArray[np.floating]],
+    k1: float,
+    b: float,
+    exact_search_max_blocks: int,
+) -> None:
+    if len(vectors) != len(documents):
+        raise ValueError(f"{len(vectors)} vector arrays for {len(documents)} documents")
+    dim = manifest.embedding.dimensions if manifest.embedding else None
+    for doc, rows in zip(documents, vectors, strict=True):
+        if len(rows) != len(doc.blocks) or (dim is not None and rows.shape != (len(rows), dim)):
+            raise ValueError(
+                f"vectors of {doc.doc_id!r} have shape {rows.shape}, "
+                f"expected ({len(doc.blocks)}, {dim if dim is not None else 'any'})"
+            )
+    ids = [d.doc_id for d in documents]
+    if len(set(ids)) != len(ids):
+        raise ValueError("duplicate doc_id in documents")
+    retrieval = manifest.retrieval
+    if retrieval is not None and (
+        retrieval.bm25_k1 != k1
+        or retrieval.bm25_b != b
+        or retrieval.exact_search_max_blocks != exact_search_max_blocks
+    ):
+        raise ValueError("k1, b or exact_search_max_blocks differ from manifest.retrieval")
+    if k1 < 0 or not 0 <= b <= 1 or exact_search_max_blocks < 0:
+        raise ValueError("k1 must be >= 0, b in [0, 1], exact_search_max_blocks >= 0")
+
+
+def _build(
+    directory: Path,
+    manifest: SnapshotManifest,
+    documents: Sequence[DocumentRecord],
+    vectors: Sequence[npt.NDArray[np.floating]],
+    parent: Path | None,
+    k1: float,
+    b: float,
+    exact_search_max_blocks: int,
+) -> SnapshotManifest:
+    ordered = [blockstore.ordered_blocks(doc) for doc in documents]
+    blocks = [blocks for blocks, _ in ordered]
+    sizes = blockstore.write_block_store(directory, documents, blocks)
+    titled = (
+        (doc.sections[block.section].title, block.text)
+        for doc, doc_blocks in zip(documents, blocks, strict=True)
+        for block in doc_blocks
+    )
+    bm25_sizes, bm25_stats = bm25.write_bm25(
+        directory, (document_tokens(f"{t}\n{x}") for t, x in titled), k1=k1, b=b
+    )
+    sizes.update(bm25_sizes)
+    n_blocks = sum(len(d) for d in blocks)
+    kind: VectorKind = "none"
+    from_parent = False
+    dim = manifest.embedding.dimensions if manifest.embedding else 0
+    if manifest.embedding is not None:
+        matrix = np.zeros((n_blocks, dim), dtype=np.float32)
+        keys = np.zeros(n_blocks, dtype=np.uint64)
+        row = 0
+        for doc, (doc_blocks, order), rows in zip(documents, ordered, vectors, strict=True):
+            matrix[row : row + len(doc_blocks)] = np.asarray(rows, dtype=np.float32)[order]
+            keys[row : row + len(doc_blocks)] = [
+                vector_key(doc.doc_id, blk.block_id) for blk in doc_blocks
+            ]
+            row += len(doc_blocks)
+        vector_sizes, kind, from_parent = write_vectors(
+            directory,
+            matrix,
+            keys,
+            exact_search_max_blocks=exact_search_max_blocks,
+            parent=_graph_parent(parent, manifest),
+        )
+        sizes.update(vector_sizes)
+    header = SnapshotHeader(
+        tokenizer_version=TOKENIZER_VERSION,
+        n_documents=len(documents),
+        n_blocks=n_blocks,
+        dim=dim,
+        vector_index=kind,
+        exact_search_max_blocks=exact_search_max_blocks,
+        bm25=bm25_stats,
+        graph_from_parent=from_parent,
+    )
+    sizes[HEADER] = write_new_file(directory / HEADER, msgspec.msgpack.encode(header))
+    fsync_dir(directory)
+
+    final = msgspec.structs.replace(
+        manifest,
+        format_version=SNAPSHOT_FORMAT,
+        documents=tuple(
+            ManifestDocument(
+                doc_id=d.doc_id, source=d.source, content_hash=d.content_hash, blocks=len(d.blocks)
+            )
+            for d in documents
+        ),
+        tokenizer_version=manifest.tokenizer_version or TOKENIZER_VERSION,
+        vector_index=kind,
+        stats=msgspec.structs.replace(manifest.stats, blocks_indexed=n_blocks),
+        files=dict(sorted(sizes.items())),
+        content_hash="",
+    )
+    hashes = {name: file_sha256(directory / name) for name in sizes}
+    final = msgspec.structs.replace(final, content_hash=content_hash(final, hashes))
+    atomic_write(directory / MANIFEST, msgspec.json.encode(final, order="deterministic"))
+    fsync_dir(directory.parent)
+    return final
+
+
+def _graph_parent(parent: Path | None, manifest: SnapshotManifest) -> Path | None:
+    """The parent directory when its HNSW graph can be extended: same embedding, a graph."""
+    if parent is None:
+        return None
+    try:
+        parent_manifest = read_manifest(parent)
+    except SnapshotError:
+        return None
+    if parent_manifest.vector_index != "hnsw" or parent_manifest.embedding != manifest.embedding:
+        return None
+    return parent
+
+
+def read_manifest(directory: Path) -> SnapshotManifest:
+    """The manifest of a complete snapshot; SnapshotError when missing or unreadable."""
+    try:
+        raw = (directory / MANIFEST).read_bytes()
+    except FileNotFoundError:
+        raise SnapshotError(f"{directory}: no {MANIFEST}; the snapshot is incomplete") from None
+    except OSError as e:
+        raise SnapshotError(f"{directory}: cannot read {MANIFEST}: {e}") from e
+    try:
+        manifest = msgspec.json.decode(raw, type=SnapshotManifest)
+    except msgspec.DecodeError as e:
+        raise SnapshotError(f"{directory}: {MANIFEST} is corrupt: {e}") from e
+    if manifest.format_version > SNAPSHOT_FORMAT:
+        raise SnapshotError(
+            f"{directory}: snapshot format {manifest.format_version} is newer than this app"
+        )
+    return manifest
+
+
+class Snapshot:
+    """A read-only, memory-mapped view of one snapshot; safe for concurrent readers.
+
+    Close it (or use `with`) only after every reader is done: closing unmaps the files.
+    """
+
+    def __init__(self, path: Path, manifest: SnapshotManifest, header: SnapshotHeader) -> None:
+        self.path = path
+        self.manifest = manifest
+        self.header = header
+        self._maps: dict[str, Mapped] = {}
+        self._blocks: BlockStore | None = None
+        self._bm25: Bm25Index | None = None
+        self._vectors: VectorIndex | None = None
+
+    @classmethod
+    def open(cls, directory: Path) -> Snapshot:
+        """Map a complete snapshot; SnapshotError when a file is missing, resized or corrupt."""
+        manifest = read_manifest(directory)
+        if manifest.status == "failed":
+            raise SnapshotError(f"{directory}: the build failed; there is nothing to open")
+        for name, size in manifest.files.items():
+            try:
+                actual = (directory / name).stat().st_size
+            except OSError:
+                raise SnapshotError(f"{directory}: {name} is missing") from None
+            if actual != size:
+                raise SnapshotError(f"{directory}: {name} has {actual} bytes, manifest {size}")
+        missing = {HEADER, *blockstore.FILES, *bm25.FILES} - manifest.files.keys()
+        if missing:
+            raise SnapshotError(f"{directory}: manifest lists no {', '.join(sorted(missing))}")
+        try:
+            header = msgspec.msgpack.decode((directory / HEADER).read_bytes(), type=SnapshotHeader)
+        except msgspec.DecodeError as e:
+            raise SnapshotError(f"{directory}: {HEADER} is corrupt: {e}") from e
+        if header.format_version > HEADER_FORMAT:
+            raise SnapshotError(f"{directory}: header format {header.format_version} is too new")
+        snapshot = cls(directory, manifest, header)
+        try:
+            snapshot._map_all()
+        except (OSError, ValueError, RuntimeError, msgspec.DecodeError) as e:
+            snapshot.close()
+            raise SnapshotError(f"{directory}: {e}") from e
+        return snapshot
+
+    def _map_all(self) -> None:
+        d, h = self.path, self.header
+        for name in sorted(set(self.manifest.files) - {HEADER, blockstore.DOCUMENTS, GRAPH}):
+            self._maps[name] = map_file(d / name)
+        m = self._maps
+        self._blocks = BlockStore(
+            m[blockstore.BLOCKS_META],
+            m[blockstore.TEXT_BIN],
+            m[blockstore.FOLDED_BIN],
+            (d / blockstore.DOCUMENTS).read_bytes(),
+        )
+        if self._blocks.n_blocks != h.n_blocks or len(self._blocks.documents) != h.n_documents:
+            raise ValueError("block store does not match the header")
+        self._bm25 = Bm25Index(
+            h.bm25, m[bm25.TERMS], m[bm25.DICT], m[bm25.POSTINGS], m[bm25.TF], m[bm25.LENGTHS]
+        )
+        if h.vector_index != "none":
+            self._vectors = VectorIndex(
+                m[MATRIX],
+                m[KEYS],
+                m[ORDINALS],
+                d / GRAPH if h.vector_index == "hnsw" else None,
+                n_blocks=h.n_blocks,
+                dim=h.dim,
+                exact_search_max_blocks=h.exact_search_max_blocks,
+            )
+
+    def close(self) -> None:
+        """Unmap every file. Idempotent; the snapshot is unusable afterwards."""
+        for part in (self._vectors, self._bm25, self._blocks):
+            if part is not None:
+                part.release()
+        self._vectors = self._bm25 = self._blocks = None
+        maps, self._maps = self._maps, {}
+        for mapped in maps.values():
+            close_map(mapped)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _store(self) -> BlockStore:
+        if self._blocks is None:
+            raise SnapshotError(f"{self.path}: snapshot is closed")
+        return self._blocks
+
+    @property
+    def documents(self) -> tuple[DocumentInfo, ...]:
+        return self._store().documents
+
+    @property
+    def n_blocks(self) -> int:
+        return self.header.n_blocks
+
+    def doc_ordinal(self, doc_id: str) -> int | None:
+        return self._store().doc_ordinal(doc_id)
+
+    def block_ordinal(self, doc_id: str, block_id: str) -> int | None:
+        """The ordinal of the block cited as `doc_id#block_id`, or None."""
+        store = self._store()
+        doc = store.doc_ordinal(doc_id)
+        return None if doc is None else store.block_ordinal(doc, block_id)
+
+    def block(self, ordinal: int) -> Block:
+        store = self._store()
+        doc, block_index, section, page_start, page_end, tokens, *_ = store.row(ordinal)
+        return Block(
+            self,
+            ordinal,
+            doc,
+            store.documents[doc].doc_id,
+            block_index,
+            store.block_ids(doc)[block_index],
+            section,
+            page_start or None,
+            page_end or None,
+            tokens,
+        )
+
+    def bm25_search(
+        self, query: str, k: int, docs: Sequence[int] | None = None
+    ) -> list[tuple[int, float]]:
+        """(ordinal, score), score desc then ordinal asc; only blocks holding a query term."""
+        store = self._store()
+        assert self._bm25 is not None
+        if self.header.tokenizer_version != TOKENIZER_VERSION:
+            raise SnapshotError(
+                f"{self.path}: indexed with tokenizer {self.header.tokenizer_version}, this app "
+                f"tokenizes queries with {TOKENIZER_VERSION}; the snapshot must be rebuilt"
+            )
+        ranges = None if docs is None else store.ranges(docs)
+        return self._bm25.search(query_tokens(query), k, ranges)
+
+    def vector_search(
+        self, query: npt.NDArray[np.floating], k: int, docs: Sequence[int] | None = None
+    ) -> list[tuple[int, float]]:
+        """(ordinal, cosine similarity), similarity desc then ordinal asc."""
+        store = self._store()
+        if self._vectors is None:
+            if store.n_blocks == 0:
+                return []
+            raise SnapshotError(f"{self.path}: snapshot has no vectors")
+        return self._vectors.search(query, k, store.ranges(docs))
+
+    def doc_vectors(self, doc: int) -> npt.NDArray[np.float32]:
+        """[block_count, dim] float32 copy of a document's stored (float16) vectors.
+
+        Feeding them back into build_snapshot reproduces the stored rows bit for bit.
+        """
+        store = self._store()
+        if self._vectors is None:
+            raise SnapshotError(f"{self.path}: snapshot has no vectors")
+        info = store.documents[doc]
+        return self._vectors.rows(info.block_start, info.block_start + info.block_count)
+
+    def scan(self, term: str, docs: Sequence[int] | None = None) -> list[tuple[int, int]]:
+        """(ordinal, count) of every block in scope holding fold(term), in ordinal order."""
+        store = self._store()
+        return scan_folded(store.folded, store.folded_starts(), fold(term), store.ranges(docs))
+
+    def snippet(self, ordinal: int, term: str, width: int = 60) -> str:
+        """Original text around the first occurrence of fold(term) in the block."""
+        store = self._store()
+        store.row(ordinal)  # range check
+        return snippet_of(store.block_text(ordinal), store.folded_text(ordinal), fold(term), width)
+
+
+def verify_snapshot(directory: Path) -> VerifyResult:
+    """Re-hash every file and compare sizes and the content hash with the manifest."""
+    try:
+        manifest = read_manifest(directory)
+    except SnapshotError as e:
+        return VerifyResult(ok=False, expected="", actual="", problems=[str(e)])
+    problems: list[str] = []
+    hashes: dict[str, str] = {}
+    for name, size in sorted(manifest.files.items()):
+        path = directory / name
+        try:
+            actual_size = path.stat().st_size
+            hashes[name] = file_sha256(path)
+        except OSError as e:
+            problems.append(f"{name}: cannot read ({e.strerror or e})")
+            continue
+        if actual_size != size:
+            problems.append(f"{name}: {actual_size} bytes, manifest says {size}")
+    present = {p.name for p in directory.iterdir()} - {MANIFEST}
+    for extra in sorted(present - manifest.files.keys()):
+        problems.append(f"{extra}: not part of the snapshot")
+    actual = content_hash(manifest, hashes) if len(hashes) == len(manifest.files) else ""
+    if actual != manifest.content_hash:
+        problems.append(f"content hash {actual or '(incomplete)'} != {manifest.content_hash}")
+    return VerifyResult(
+        ok=not problems, expected=manifest.content_hash, actual=actual, problems=problems
+    )

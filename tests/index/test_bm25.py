@@ -1,0 +1,137 @@
+"""BM25 over roaring postings scores exactly like bm25s (method="lucene") on the same tokens."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import bm25s
+import numpy as np
+import pytest
+
+from index.bm25 import FILES, Bm25Index, top_k, write_bm25
+from index.fsutil import close_map, map_file
+from index.textnorm import document_tokens, query_tokens
+
+DOCS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "docs"
+K1, B = 1.2, 0.75
+
+
+def paragraphs(relative: str, size: int = 300) -> list[str]:
+    """Blank-line paragraphs of a corpus file, packed into blocks of about `size` characters."""
+    blocks: list[str] = []
+    current = ""
+    for para in re.split(r"\n\s*\n", (DOCS / relative).read_text("utf-8")):
+        para = para.strip()
+        if not para:
+            continue
+        if current and len(current) + len(para) > size:
+            blocks.append(current)
+            current = ""
+        current = f"{current}\n{para}" if current else para
+    return [*blocks, current] if current else blocks
+
+
+@pytest.fixture(scope="module")
+def corpus() -> list[list[str]]:
+    texts = [
+        *paragraphs("nodejs-md/events.md"),
+        *paragraphs("nodejs-md/worker_threads.md"),
+        *paragraphs("nodejs-md/dns.md"),
+        *paragraphs("debian-reference.zh-cn.txt"),
+    ]
+    assert len(texts) > 1700
+    return [document_tokens(t) for t in texts]
+
+
+def open_index(directory: Path, token_lists: list[list[str]]) -> Iterator[Bm25Index]:
+    _, stats = write_bm25(directory, token_lists, k1=K1, b=B)
+    maps = [map_file(directory / name) for name in FILES]
+    index = Bm25Index(stats, *maps)
+    try:
+        yield index
+    finally:
+        index.release()
+        for m in maps:
+            close_map(m)
+
+
+@pytest.fixture(scope="module")
+def index(corpus: list[list[str]], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bm25Index]:
+    yield from open_index(tmp_path_factory.mktemp("bm25"), corpus)
+
+
+@pytest.fixture(scope="module")
+def reference(corpus: list[list[str]]) -> bm25s.BM25:
+    retriever = bm25s.BM25(k1=K1, b=B, method="lucene", dtype="float64")
+    retriever.index(corpus, show_progress=False)
+    return retriever
+
+
+QUERIES = [
+    "How do I remove an event listener once it fired?",
+    "worker thread MessagePort transferList",
+    "dns.lookup resolve4 ttl",
+    "软件包管理",
+    "锁",
+    "系统管理员 配置文件 权限",
+    "apt-get 安装 软件包 upgrade",
+    "emitter emitter emitter",  # repeated terms count once
+]
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_scores_equal_bm25s_lucene_on_the_same_tokens(
+    query: str, corpus: list[list[str]], index: Bm25Index, reference: bm25s.BM25
+) -> None:
+    tokens = query_tokens(query)
+    expected = reference.get_scores(tokens)
+    got = index.search(tokens, k=len(corpus))
+    assert got, "every query here matches something"
+    assert {o for o, _ in got} == set(np.flatnonzero(expected).tolist())
+    for ordinal, score in got:
+        assert score == pytest.approx(expected[ordinal], abs=1e-5)
+    assert got == sorted(got, key=lambda hit: (-hit[1], hit[0]))
+
+
+def test_only_blocks_holding_a_query_term_are_returned(index: Bm25Index) -> None:
+    assert index.search(query_tokens("zzzqqq 𪚥𪚥"), k=10) == []
+    assert index.search([], k=10) == []
+    hits = index.search(query_tokens("resolve4"), k=10_000)
+    assert 0 < len(hits) < 50
+
+
+def test_scoped_search_keeps_collection_scores_and_excludes_out_of_scope(
+    index: Bm25Index,
+) -> None:
+    tokens = query_tokens("event listener 软件包")
+    everything = dict(index.search(tokens, k=100_000))
+    ranges = [(0, 100), (1000, 1400)]
+    scoped = index.search(tokens, k=100_000, ranges=ranges)
+    assert scoped
+    assert all(any(a <= o < b for a, b in ranges) for o, _ in scoped)
+    assert dict(scoped) == {
+        o: s for o, s in everything.items() if any(a <= o < b for a, b in ranges)
+    }
+
+
+def test_ties_are_broken_by_ordinal_even_at_the_cut(tmp_path: Path) -> None:
+    blocks = [["other"], ["same", "text"], ["x"], ["same", "text"], ["same", "text"], ["same"]]
+    for idx in open_index(tmp_path, blocks):
+        hits = idx.search(["same", "text"], k=2)
+        assert [o for o, _ in hits] == [1, 3]
+        assert hits[0][1] == hits[1][1]
+        assert [o for o, _ in idx.search(["same", "text"], k=10)] == [1, 3, 4, 5]
+
+
+def test_top_k_is_exact_with_ties_straddling_the_cut() -> None:
+    ordinals = np.array([9, 2, 7, 4, 1], dtype=np.uint32)
+    scores = np.array([1.0, 3.0, 2.0, 2.0, 2.0])
+    assert top_k(ordinals, scores, 3) == [(2, 3.0), (1, 2.0), (4, 2.0)]
+
+
+def test_an_empty_index_answers_nothing(tmp_path: Path) -> None:
+    for idx in open_index(tmp_path, []):
+        assert idx.search(["anything"], k=5) == []
+        assert idx.term_id("anything") is None
