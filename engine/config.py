@@ -15,8 +15,10 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-CONFIG_FORMAT = 1
-RESERVED_ENV = frozenset({"CITEWISE_DEEPSEEK_API_KEY", "CITEWISE_EMBEDDING_API_KEY", "CITEWISE_HOME"})
+CONFIG_FORMAT: Literal[1] = 1
+RESERVED_ENV = frozenset(
+    {"CITEWISE_DEEPSEEK_API_KEY", "CITEWISE_EMBEDDING_API_KEY", "CITEWISE_HOME"}
+)
 
 PositiveInt = Annotated[int, msgspec.Meta(gt=0)]
 NonNegInt = Annotated[int, msgspec.Meta(ge=0)]
@@ -181,7 +183,9 @@ def _lookup(data: Mapping[str, Any], parts: list[str]) -> Any:
 
 def parse_config(data: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Config:
     """Validate TOML data plus environment overrides into a Config."""
-    merged: dict[str, Any] = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in data.items()}
+    merged: dict[str, Any] = {
+        k: (dict(v) if isinstance(v, Mapping) else v) for k, v in data.items()
+    }
     for section, values in _env_overrides(os.environ if environ is None else environ).items():
         target = merged.setdefault(section, {})
         if not isinstance(target, dict):
@@ -218,16 +222,18 @@ def _explain(exc: msgspec.ValidationError, data: Mapping[str, Any]) -> str:
     unknown = re.search(r"unknown field `(\w+)`", text)
     if unknown:
         fields = sorted(f.name for f in msgspec.structs.fields(_SECTIONS[section]))
-        return (
-            f"[{section}] has no key {unknown.group(1)!r}; allowed keys: {', '.join(fields)}"
-        )
+        return f"[{section}] has no key {unknown.group(1)!r}; allowed keys: {', '.join(fields)}"
     if key is None:
         return f"[{section}] must be a table of settings"
     owner: type[msgspec.Struct] = _SECTIONS[section]
     for part in parts[1:-1]:
         owner = next(f.type for f in msgspec.structs.fields(owner) if f.name == part)
     dotted = ".".join(parts)
-    where = "config.toml" if len(parts) > 2 else f"config.toml or CITEWISE_{section.upper()}_{key.upper()}"
+    where = (
+        "config.toml"
+        if len(parts) > 2
+        else f"config.toml or CITEWISE_{section.upper()}_{key.upper()}"
+    )
     return (
         f"{dotted} = {_lookup(data, parts)!r} is not allowed: expected "
         f"{_describe(owner, key)} (set in {where})"

@@ -68,4 +68,3 @@ def unique_paths(titles: list[str], depths: list[int]) -> list[str]:
         paths.append(path)
         stack.append((depth, path))
     return paths
-

@@ -1,0 +1,751 @@
+"""The ingest pipeline: parse → chunk → embed → build, over bounded channels.
+
+Each document enters the next snapshot whole or is listed as failed with its stage and reason;
+one bad file never stops the batch. Finished documents are journaled and content-addressed, so
+an import killed at any moment resumes without re-parsing or re-embedding them. The new
+snapshot becomes active only after it is completely written (the manifest is its commit).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import secrets
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+import anyio.to_process
+import anyio.to_thread
+import msgspec
+import numpy as np
+from anyio.abc import ObjectReceiveStream, ObjectSendStream
+
+from actors.catalog import Catalog, utc_now
+from actors.journal import DoneEntry, Job, JobTarget, Journal
+from engine.chunker import ChunkError, chunk_document, chunker_version
+from engine.config import Config
+from engine.document_cache import DocumentCache, document_key
+from engine.embedding import EmbeddingCache, EmbeddingError, EmbeddingProvider, embed_texts
+from engine.parsing import PARSER_VERSIONS, SUPPORTED_SUFFIXES, ParseError, ParseLimits, parse_file
+from engine.paths import DataDir
+from engine.tokens import TokenCounter
+from index.records import (
+    BuildStats,
+    DocumentRecord,
+    FailedDocument,
+    FailureStage,
+    ManifestDocument,
+    RetrievalParams,
+    SkippedFile,
+    SnapshotManifest,
+    SnapshotStatus,
+)
+from index.snapshot import Snapshot, build_snapshot
+from index.textnorm import TOKENIZER_VERSION
+
+# Channel sizes: parsing runs ahead of embedding by at most a few documents, which bounds the
+# memory held by parsed-but-not-embedded text; the build stage only collects.
+PARSED_CHANNEL_SIZE = 4
+EMBEDDED_CHANNEL_SIZE = 4
+PARSE_TIMEOUT_S = 600.0
+PROGRESS_INTERVAL_S = 0.5
+
+
+class ImportProgress(msgspec.Struct, kw_only=True):
+    collection: str
+    state: str = "starting"  # starting | running | paused | building | done | cancelled | failed
+    documents_total: int = 0
+    documents_done: int = 0
+    documents_failed: int = 0
+    documents_reused: int = 0
+    pages: int = 0
+    blocks: int = 0
+    blocks_embedded: int = 0
+    embedding_tokens: int = 0
+    bytes_total: int = 0
+    bytes_done: int = 0
+    elapsed_s: float = 0.0
+    eta_s: float | None = None
+    current: list[str] = []
+    documents: dict[
+        str, str
+    ] = {}  # source -> queued | parsing | embedding | done | failed | reused
+
+
+class ImportResult(msgspec.Struct, kw_only=True):
+    collection: str
+    snapshot_id: str | None
+    status: SnapshotStatus | None  # None when nothing changed and no snapshot was built
+    activated: bool
+    failed_documents: list[FailedDocument]
+    skipped: list[SkippedFile]
+    stats: BuildStats
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Target:
+    path: Path
+    source: str  # identity inside the collection: path relative to the folder named
+    size: int
+
+
+@dataclass
+class _Parsed:
+    target: Target
+    record: DocumentRecord
+    reused: bool = False
+
+
+@dataclass
+class _Embedded:
+    target: Target
+    record: DocumentRecord
+    vectors: np.ndarray
+    reused: bool = False
+
+
+@dataclass
+class _Batch:
+    """Mutable state of one run, owned by the pipeline task group."""
+
+    ok: dict[str, _Embedded] = field(default_factory=dict)
+    failed: dict[str, FailedDocument] = field(default_factory=dict)
+    stats: BuildStats = field(default_factory=BuildStats)
+
+
+class PauseGate:
+    """Stages wait here between documents while the import is paused."""
+
+    def __init__(self) -> None:
+        self._resumed = anyio.Event()
+        self._resumed.set()
+
+    @property
+    def paused(self) -> bool:
+        return not self._resumed.is_set()
+
+    def pause(self) -> None:
+        if not self.paused:
+            self._resumed = anyio.Event()
+
+    def resume(self) -> None:
+        self._resumed.set()
+
+    async def wait(self) -> None:
+        while self.paused:
+            await self._resumed.wait()
+
+
+def discover(paths: Sequence[Path]) -> tuple[list[Target], list[SkippedFile], list[FailedDocument]]:
+    """Expand folders (recursively), keep supported types, list the rest as skipped.
+
+    A file named explicitly with an unsupported type fails with `unsupported_type`.
+    """
+    targets: dict[str, Target] = {}
+    skipped: list[SkippedFile] = []
+    failed: list[FailedDocument] = []
+    for raw in paths:
+        path = Path(raw).expanduser()
+        if path.is_dir():
+            root = path.resolve()
+            for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+                dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+                for name in sorted(filenames):
+                    if name.startswith("."):
+                        continue
+                    file = Path(dirpath) / name
+                    source = file.relative_to(root).as_posix()
+                    if file.suffix.lower() not in SUPPORTED_SUFFIXES:
+                        skipped.append(SkippedFile(source=source, reason="unsupported_type"))
+                        continue
+                    if not file.is_file():
+                        continue
+                    targets[source] = Target(file, source, _size(file))
+        elif path.is_file():
+            source = path.name
+            if path.suffix.lower() not in SUPPORTED_SUFFIXES:
+                failed.append(
+                    FailedDocument(
+                        source=source,
+                        stage="read",
+                        reason="unsupported_type",
+                        message=f"{path.suffix or 'files without an extension'} is not a "
+                        "supported type; use PDF, EPUB, DOCX, HTML, Markdown or text",
+                    )
+                )
+                continue
+            targets[source] = Target(path.resolve(), source, _size(path))
+        else:
+            failed.append(
+                FailedDocument(
+                    source=str(raw),
+                    stage="read",
+                    reason="not_found",
+                    message="no such file or folder; check the path and try again",
+                )
+            )
+    return sorted(targets.values(), key=lambda t: t.source), skipped, failed
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def embedding_text(record: DocumentRecord, block_index: int) -> str:
+    """What is embedded for a block: its section title leads, so the block knows its topic."""
+    block = record.blocks[block_index]
+    title = record.sections[block.section].title
+    text = block.text
+    return text if text.startswith(title) else f"{title}\n{text}"
+
+
+def record_from_snapshot(snap: Snapshot, doc: int) -> DocumentRecord:
+    """Rebuild a carried-over document from its parent snapshot (no file is read)."""
+    from index.records import BlockRecord
+
+    info = snap.documents[doc]
+    blocks = []
+    for i in range(info.block_count):
+        b = snap.block(info.block_start + i)
+        blocks.append(
+            BlockRecord(
+                block_index=b.block_index,
+                block_id=b.block_id,
+                section=b.section,
+                text=b.text,
+                tokens=b.tokens,
+                page_start=b.page_start,
+                page_end=b.page_end,
+            )
+        )
+    return DocumentRecord(
+        doc_id=info.doc_id,
+        content_hash=info.content_hash,
+        source=info.source,
+        source_label=info.source_label,
+        title=info.title,
+        aliases=tuple(info.aliases),
+        lang=info.lang,
+        format=info.format,
+        pages=info.pages,
+        parser_version=info.parser_version,
+        chunker_version=info.chunker_version,
+        sections=tuple(info.sections),
+        blocks=tuple(blocks),
+    )
+
+
+class Ingest:
+    """One import run into one collection. Create, then `await run(...)`."""
+
+    def __init__(
+        self,
+        data: DataDir,
+        config: Config,
+        collection: str,
+        embedder: EmbeddingProvider,
+        embedding_cache: EmbeddingCache,
+        counter: TokenCounter,
+        *,
+        on_progress: Callable[[ImportProgress], None] | None = None,
+        gate: PauseGate | None = None,
+    ) -> None:
+        self.data = data
+        self.config = config
+        self.collection = collection
+        self.catalog = Catalog(data, collection)
+        self.journal = Journal(data.journal(collection))
+        self.documents = DocumentCache(data.document_cache)
+        self.embedder = embedder
+        self.embedding_cache = embedding_cache
+        self.counter = counter
+        self.gate = gate or PauseGate()
+        self.on_progress = on_progress
+        self.progress = ImportProgress(collection=collection)
+        self._started = time.monotonic()
+        self._last_emit = 0.0
+        self.limits = ParseLimits(
+            max_file_bytes=config.ingest.max_file_megabytes << 20,
+            max_archive_bytes=config.ingest.max_archive_megabytes << 20,
+        )
+
+    # -- entry points ------------------------------------------------------------------------
+    def pending_job(self) -> Job | None:
+        return self.journal.load()
+
+    async def run(self, paths: Sequence[Path], *, removals: Sequence[str] = ()) -> ImportResult:
+        """Import `paths` (plus any unfinished job of this collection) and activate the result."""
+        job = self._merge_job(paths)
+        targets, skipped, failed_early = await anyio.to_thread.run_sync(
+            discover, [Path(t.path) for t in job.targets]
+        )
+        self.catalog.ensure()
+        batch = _Batch()
+        for f in failed_early:
+            batch.failed[f.source] = f
+        self.progress.documents_total = len(targets) + len(failed_early)
+        self.progress.documents_failed = len(failed_early)
+        self.progress.bytes_total = sum(t.size for t in targets)
+        self.progress.documents = {t.source: "queued" for t in targets}
+        self.progress.documents.update({f.source: "failed" for f in failed_early})
+        self.progress.state = "running"
+        self._emit(force=True)
+
+        with self.catalog.pin_active() as parent:
+            parent_docs = _documents_by_source(parent)
+            await self._pipeline(targets, parent, parent_docs, batch)
+            self.progress.state = "building"
+            self._emit(force=True)
+            result = await self._build(parent, parent_docs, batch, skipped, removals)
+        self.journal.finish()
+        self.progress.state = "done"
+        self._emit(force=True)
+        return result
+
+    def _merge_job(self, paths: Sequence[Path]) -> Job:
+        previous = self.journal.load()
+        targets: dict[str, JobTarget] = {}
+        if previous is not None and previous.collection == self.collection:
+            targets.update({t.path: t for t in previous.targets})
+        for p in paths:
+            absolute = str(Path(p).expanduser().absolute())
+            targets[absolute] = JobTarget(path=absolute)
+        job = Job(
+            job_id=previous.job_id if previous else secrets.token_hex(6),
+            collection=self.collection,
+            created_at=previous.created_at if previous else utc_now(),
+            targets=tuple(targets.values()),
+        )
+        if previous != job:
+            done = self.journal.done() if previous else []
+            self.journal.start(job)
+            for entry in done:  # keep what the interrupted run finished
+                self.journal.record(entry)
+        return job
+
+    # -- the stages --------------------------------------------------------------------------
+    async def _pipeline(
+        self,
+        targets: list[Target],
+        parent: Snapshot | None,
+        parent_docs: dict[str, int],
+        batch: _Batch,
+    ) -> None:
+        parsed_send, parsed_recv = anyio.create_memory_object_stream[_Parsed](PARSED_CHANNEL_SIZE)
+        embedded_send, embedded_recv = anyio.create_memory_object_stream[_Embedded](
+            EMBEDDED_CHANNEL_SIZE
+        )
+        work_send, work_recv = anyio.create_memory_object_stream[Target](len(targets) or 1)
+        for t in targets:
+            work_send.send_nowait(t)
+        work_send.close()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._embed_stage, parsed_recv, embedded_send, parent, batch)
+            tg.start_soon(self._collect_stage, embedded_recv, batch)
+            # Each parser holds a clone; the embed stage sees the end once the last one closes.
+            async with parsed_send, work_recv:
+                for _ in range(self.config.ingest.parse_workers):
+                    tg.start_soon(
+                        self._parse_stage,
+                        work_recv.clone(),
+                        parsed_send.clone(),
+                        parent,
+                        parent_docs,
+                        batch,
+                    )
+
+    async def _parse_stage(
+        self,
+        work: ObjectReceiveStream[Target],
+        out: ObjectSendStream[_Parsed],
+        parent: Snapshot | None,
+        parent_docs: dict[str, int],
+        batch: _Batch,
+    ) -> None:
+        async with work, out:
+            async for target in work:
+                await self.gate.wait()
+                parsed = await self._parse_one(target, parent, parent_docs, batch)
+                if parsed is not None:
+                    await out.send(parsed)
+
+    async def _parse_one(
+        self,
+        target: Target,
+        parent: Snapshot | None,
+        parent_docs: dict[str, int],
+        batch: _Batch,
+    ) -> _Parsed | None:
+        self._set_state(target.source, "parsing")
+        try:
+            content_hash = await anyio.to_thread.run_sync(file_sha256, target.path)
+        except OSError as exc:
+            self._fail(
+                batch, target, "read", "unreadable", f"the file cannot be read ({exc.strerror})"
+            )
+            return None
+        if parent is not None and target.source in parent_docs:
+            doc = parent_docs[target.source]
+            if parent.documents[doc].content_hash == content_hash and self._reusable(parent):
+                record = await anyio.to_thread.run_sync(record_from_snapshot, parent, doc)
+                return _Parsed(target, record, reused=True)
+        fmt = _format_of(target.path)
+        parser_version = PARSER_VERSIONS.get(fmt, "")
+        key = document_key(
+            content_hash,
+            parser_version,
+            chunker_version(self.config.ingest.block_target_tokens),
+            self.config.ingest.block_target_tokens,
+            self.counter.version,
+        )
+        cached: DocumentRecord | None = await anyio.to_thread.run_sync(self.documents.get, key)
+        if cached is not None:
+            if cached.source != target.source:  # the same bytes imported under another name
+                cached = msgspec.structs.replace(
+                    cached, source=target.source, source_label=target.source
+                )
+            return _Parsed(target, cached)
+        try:
+            with anyio.fail_after(PARSE_TIMEOUT_S):
+                parsed = await anyio.to_process.run_sync(
+                    parse_file, target.path, self.limits, cancellable=True
+                )
+        except ParseError as exc:
+            self._fail(batch, target, "parse", exc.reason, exc.message)
+            return None
+        except TimeoutError:
+            self._fail(
+                batch,
+                target,
+                "parse",
+                "timeout",
+                f"reading this file took longer than {PARSE_TIMEOUT_S:.0f} s; it may be damaged",
+            )
+            return None
+        except anyio.BrokenWorkerProcess:
+            self._fail(
+                batch,
+                target,
+                "parse",
+                "corrupt",
+                "the document reader crashed on this file; it is probably damaged",
+            )
+            return None
+        try:
+            record = await anyio.to_thread.run_sync(
+                lambda: chunk_document(
+                    parsed,
+                    content_hash=content_hash,
+                    source=target.source,
+                    source_label=target.source,
+                    parser_version=parser_version,
+                    target_tokens=self.config.ingest.block_target_tokens,
+                    counter=self.counter,
+                )
+            )
+        except ChunkError as exc:
+            self._fail(batch, target, "chunk", exc.reason, exc.message)
+            return None
+        except Exception as exc:  # a chunker bug must fail one document, not the batch
+            self._fail(
+                batch, target, "chunk", "chunk_error", f"splitting into blocks failed: {exc}"
+            )
+            return None
+        await anyio.to_thread.run_sync(self.documents.put, key, record)
+        return _Parsed(target, record)
+
+    def _reusable(self, parent: Snapshot) -> bool:
+        """Carried-over vectors are only valid for the same embedding model."""
+        return parent.manifest.embedding == self.embedder.spec
+
+    async def _embed_stage(
+        self,
+        inbox: ObjectReceiveStream[_Parsed],
+        out: ObjectSendStream[_Embedded],
+        parent: Snapshot | None,
+        batch: _Batch,
+    ) -> None:
+        async with inbox, out:
+            async for item in inbox:
+                await self.gate.wait()
+                if item.reused and parent is not None:
+                    doc = parent.doc_ordinal(item.record.doc_id)
+                    assert doc is not None
+                    vectors = await anyio.to_thread.run_sync(parent.doc_vectors, doc)
+                    await out.send(_Embedded(item.target, item.record, vectors, reused=True))
+                    continue
+                self._set_state(item.target.source, "embedding")
+                texts = [embedding_text(item.record, i) for i in range(len(item.record.blocks))]
+                try:
+                    outcome = await embed_texts(
+                        self.embedder,
+                        self.embedding_cache,
+                        texts,
+                        batch_size=self.config.embedding.batch_size,
+                        concurrency=self.config.embedding.concurrency,
+                    )
+                except EmbeddingError as exc:
+                    self._fail(batch, item.target, "embed", exc.code, exc.message)
+                    continue
+                batch.stats = msgspec.structs.replace(
+                    batch.stats,
+                    blocks_embedded=batch.stats.blocks_embedded + len(texts) - outcome.cache_hits,
+                    embedding_tokens=batch.stats.embedding_tokens + outcome.tokens,
+                    embedding_cache_hits=batch.stats.embedding_cache_hits + outcome.cache_hits,
+                )
+                self.progress.blocks_embedded = batch.stats.blocks_embedded
+                self.progress.embedding_tokens = batch.stats.embedding_tokens
+                await out.send(_Embedded(item.target, item.record, outcome.vectors))
+
+    async def _collect_stage(self, inbox: ObjectReceiveStream[_Embedded], batch: _Batch) -> None:
+        async with inbox:
+            async for item in inbox:
+                batch.ok[item.target.source] = item
+                await anyio.to_thread.run_sync(
+                    self.journal.record,
+                    DoneEntry(
+                        source=item.target.source,
+                        content_hash=item.record.content_hash,
+                        status="ok",
+                        blocks=len(item.record.blocks),
+                    ),
+                )
+                p = self.progress
+                p.documents_done += 1
+                p.documents_reused += item.reused
+                p.pages += item.record.pages or 0
+                p.blocks += len(item.record.blocks)
+                p.bytes_done += item.target.size
+                p.documents[item.target.source] = "reused" if item.reused else "done"
+                self._emit()
+
+    # -- build and activate ------------------------------------------------------------------
+    async def _build(
+        self,
+        parent: Snapshot | None,
+        parent_docs: dict[str, int],
+        batch: _Batch,
+        skipped: list[SkippedFile],
+        removals: Sequence[str],
+    ) -> ImportResult:
+        removed = set(removals)
+        changed = any(not e.reused for e in batch.ok.values()) or bool(removed & parent_docs.keys())
+        # Earlier failures stay disclosed until their source is imported again or removed.
+        carried_failures = {
+            f.source: f
+            for f in (parent.manifest.failed_documents if parent else ())
+            if f.source not in batch.ok and f.source not in removed
+        }
+        failures = {**carried_failures, **batch.failed}
+        new_failures = bool(batch.failed) and (
+            parent is None or set(batch.failed.items()) != set(carried_failures.items())
+        )
+        if parent is not None and not changed and not new_failures:
+            return ImportResult(
+                collection=self.collection,
+                snapshot_id=parent.manifest.snapshot_id,
+                status=None,
+                activated=False,
+                failed_documents=list(failures.values()),
+                skipped=skipped,
+                stats=self._stats(batch, skipped),
+                message="nothing changed: every document is already in the active snapshot",
+            )
+
+        documents: dict[str, tuple[DocumentRecord, np.ndarray]] = {}
+        if parent is not None and self._reusable(parent):
+            for source, doc in parent_docs.items():
+                if source in removed or source in batch.failed:
+                    continue
+                if source not in batch.ok:
+                    record = await anyio.to_thread.run_sync(record_from_snapshot, parent, doc)
+                    vectors = await anyio.to_thread.run_sync(parent.doc_vectors, doc)
+                    documents[source] = (record, vectors)
+        for source, item in batch.ok.items():
+            documents[source] = (item.record, item.vectors)
+        ordered = _unique_doc_ids([documents[s] for s in sorted(documents)])
+        if ordered:
+            status: SnapshotStatus = "ready_partial" if failures else "ready"
+        else:
+            status = "failed" if failures else "ready"
+        snapshot_id, directory = self.catalog.new_build_dir()
+        stats = self._stats(batch, skipped)
+        manifest = SnapshotManifest(
+            snapshot_id=snapshot_id,
+            parent_id=parent.manifest.snapshot_id if parent else None,
+            collection=self.collection,
+            status=status,
+            created_at=utc_now(),
+            documents=tuple(
+                ManifestDocument(
+                    doc_id=r.doc_id,
+                    source=r.source,
+                    content_hash=r.content_hash,
+                    blocks=len(r.blocks),
+                )
+                for r, _ in ordered
+            ),
+            failed_documents=tuple(sorted(failures.values(), key=lambda f: f.source)),
+            skipped=tuple(skipped),
+            embedding=self.embedder.spec,
+            parser_versions=dict(sorted(PARSER_VERSIONS.items())),
+            chunker_version=chunker_version(self.config.ingest.block_target_tokens),
+            tokenizer_version=f"{TOKENIZER_VERSION}+{self.counter.version}",
+            retrieval=RetrievalParams(
+                bm25_k1=self.config.retrieval.bm25_k1,
+                bm25_b=self.config.retrieval.bm25_b,
+                rrf_k=self.config.retrieval.rrf_k,
+                top_k=self.config.retrieval.top_k,
+                min_similarity=self.config.retrieval.min_similarity,
+                exact_search_max_blocks=self.config.retrieval.exact_search_max_blocks,
+            ),
+            stats=stats,
+        )
+        if status == "failed":
+            await anyio.to_thread.run_sync(self.catalog.record_failed, manifest)
+            return ImportResult(
+                collection=self.collection,
+                snapshot_id=snapshot_id,
+                status=status,
+                activated=False,
+                failed_documents=list(manifest.failed_documents),
+                skipped=skipped,
+                stats=stats,
+                message="no document could be imported; the active snapshot is unchanged",
+            )
+        with self.catalog.building(directory):
+            final = await anyio.to_thread.run_sync(
+                lambda: build_snapshot(
+                    directory,
+                    manifest,
+                    [r for r, _ in ordered],
+                    [v for _, v in ordered],
+                    parent=parent.path if parent is not None and self._reusable(parent) else None,
+                    k1=self.config.retrieval.bm25_k1,
+                    b=self.config.retrieval.bm25_b,
+                    exact_search_max_blocks=self.config.retrieval.exact_search_max_blocks,
+                )
+            )
+        await anyio.to_thread.run_sync(self.catalog.activate, final.snapshot_id)
+        return ImportResult(
+            collection=self.collection,
+            snapshot_id=final.snapshot_id,
+            status=final.status,
+            activated=True,
+            failed_documents=list(final.failed_documents),
+            skipped=skipped,
+            stats=final.stats,
+        )
+
+    def _stats(self, batch: _Batch, skipped: list[SkippedFile]) -> BuildStats:
+        ok = batch.ok.values()
+        blocks = sum(len(e.record.blocks) for e in ok)
+        return msgspec.structs.replace(
+            batch.stats,
+            documents_in=len(batch.ok) + len(batch.failed),
+            documents_succeeded=len(batch.ok),
+            documents_failed=len(batch.failed),
+            documents_reused=sum(e.reused for e in ok),
+            files_skipped=len(skipped),
+            pages=sum(e.record.pages or 0 for e in ok),
+            blocks_chunked=blocks,
+        )
+
+    # -- bookkeeping -------------------------------------------------------------------------
+    def _fail(
+        self, batch: _Batch, target: Target, stage: FailureStage, reason: str, message: str
+    ) -> None:
+        batch.failed[target.source] = FailedDocument(
+            source=target.source,
+            stage=stage,
+            reason=reason,
+            message=message,
+        )
+        self.journal.record(
+            DoneEntry(
+                source=target.source, content_hash="", status="failed", stage=stage, reason=reason
+            )
+        )
+        self.progress.documents_failed += 1
+        self.progress.bytes_done += target.size
+        self.progress.documents[target.source] = "failed"
+        self._emit()
+
+    def _set_state(self, source: str, state: str) -> None:
+        self.progress.documents[source] = state
+        self._emit()
+
+    def _emit(self, force: bool = False) -> None:
+        now = time.monotonic()
+        p = self.progress
+        p.elapsed_s = round(now - self._started, 3)
+        if self.gate.paused and p.state == "running":
+            p.state = "paused"
+        elif not self.gate.paused and p.state == "paused":
+            p.state = "running"
+        p.current = [s for s, st in p.documents.items() if st in ("parsing", "embedding")]
+        if p.bytes_done and p.bytes_total > p.bytes_done:
+            rate = p.bytes_done / max(p.elapsed_s, 1e-6)
+            p.eta_s = round((p.bytes_total - p.bytes_done) / rate, 1)
+        elif p.bytes_total and p.bytes_done >= p.bytes_total:
+            p.eta_s = 0.0
+        if not force and now - self._last_emit < PROGRESS_INTERVAL_S:
+            return
+        self._last_emit = now
+        if self.on_progress is not None:
+            self.on_progress(p)
+        with contextlib.suppress(OSError):  # progress for other processes is best effort
+            self.journal.write_progress(msgspec.json.encode(p))
+
+
+def _unique_doc_ids(
+    ordered: list[tuple[DocumentRecord, np.ndarray]],
+) -> list[tuple[DocumentRecord, np.ndarray]]:
+    """Two files with identical bytes share a content-derived doc_id; the later source (in
+    source order, so deterministically) gets one derived from content and source instead."""
+    seen: set[str] = set()
+    out = []
+    for record, vectors in ordered:
+        if record.doc_id in seen:
+            digest = hashlib.sha256(
+                f"{record.content_hash}\x1f{record.source}".encode()
+            ).hexdigest()
+            record = msgspec.structs.replace(record, doc_id="d" + digest[:12])
+        seen.add(record.doc_id)
+        out.append((record, vectors))
+    return out
+
+
+def _documents_by_source(snap: Snapshot | None) -> dict[str, int]:
+    if snap is None:
+        return {}
+    return {d.source: i for i, d in enumerate(snap.documents)}
+
+
+def _format_of(path: Path) -> str:
+    return {
+        ".pdf": "pdf",
+        ".epub": "epub",
+        ".docx": "docx",
+        ".html": "html",
+        ".htm": "html",
+        ".xhtml": "html",
+        ".md": "markdown",
+        ".markdown": "markdown",
+    }.get(path.suffix.lower(), "text")

@@ -1,0 +1,122 @@
+"""Synthetic snapshots at 10k–100k blocks, made from the real corpus text, for benchmarks.
+
+Replicas are perturbed, not deduplicated: every block of copy k gets a distinct marker token
+(`r{k}x{i}`) so texts, hashes and BM25 statistics differ per copy. Vectors are random unit
+vectors (seeded) unless real ones are passed — the index work does not depend on their meaning.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from bench.runner import CORPUS
+from index.records import (
+    BlockRecord,
+    DocumentRecord,
+    EmbeddingSpec,
+    RetrievalParams,
+    SectionRecord,
+    SnapshotManifest,
+)
+from index.snapshot import build_snapshot
+
+BLOCKS_PER_DOC = 500
+
+
+def corpus_paragraphs() -> list[str]:
+    """Paragraphs of the corpus's text documents (Markdown and the Chinese book)."""
+    texts = [p.read_text(encoding="utf-8") for p in sorted((CORPUS / "docs").rglob("*.md"))]
+    texts.append((CORPUS / "docs" / "debian-reference.zh-cn.txt").read_text(encoding="utf-8"))
+    paras = [" ".join(p.split()) for t in texts for p in t.split("\n\n")]
+    return [p for p in paras if len(p) > 80]
+
+
+def _records(n_blocks: int) -> Iterator[DocumentRecord]:
+    paras = corpus_paragraphs()
+    n_docs = max(1, -(-n_blocks // BLOCKS_PER_DOC))
+    made = 0
+    for d in range(n_docs):
+        count = min(BLOCKS_PER_DOC, n_blocks - made)
+        h = hashlib.sha256(f"synthetic-{d}".encode()).hexdigest()
+        sections = tuple(
+            SectionRecord(
+                path=f"Part {s + 1}",
+                title=f"Part {s + 1}",
+                ordinal=s,
+                depth=1,
+                parent=-1,
+                direct_blocks=0,
+                subtree_blocks=0,
+                direct_tokens=0,
+                subtree_tokens=0,
+                first_sentence="",
+            )
+            for s in range(10)
+        )
+        blocks = tuple(
+            BlockRecord(
+                block_index=i,
+                block_id=f"{d:05d}{i:05d}",
+                section=min(9, i * 10 // count),
+                text=f"{paras[(made + i) % len(paras)]} r{d}x{i}",
+                tokens=100,
+            )
+            for i in range(count)
+        )
+        made += count
+        yield DocumentRecord(
+            doc_id=f"d{h[:12]}",
+            content_hash=h,
+            source=f"synthetic/{d:05d}.md",
+            source_label=f"synthetic/{d:05d}.md",
+            title=f"Synthetic {d}",
+            sections=sections,
+            blocks=blocks,
+        )
+
+
+def build_synthetic(
+    directory: Path,
+    n_blocks: int,
+    *,
+    dim: int = 512,
+    exact_search_max_blocks: int = 10**9,
+    seed: int = 7,
+    parent: Path | None = None,
+) -> SnapshotManifest:
+    rng = np.random.default_rng(seed)
+    docs = list(_records(n_blocks))
+    vectors = []
+    for doc in docs:
+        v = rng.standard_normal((len(doc.blocks), dim)).astype(np.float32)
+        vectors.append(v / np.linalg.norm(v, axis=1, keepdims=True))
+    manifest = SnapshotManifest(
+        snapshot_id=directory.name,
+        parent_id=None,
+        collection="bench",
+        status="ready",
+        created_at="2026-01-01T00:00:00Z",
+        embedding=EmbeddingSpec(provider="synthetic", model="random", dimensions=dim),
+        retrieval=RetrievalParams(
+            bm25_k1=1.2,
+            bm25_b=0.75,
+            rrf_k=60,
+            top_k=5,
+            min_similarity=0.2,
+            exact_search_max_blocks=exact_search_max_blocks,
+        ),
+    )
+    return build_snapshot(
+        directory,
+        manifest,
+        docs,
+        vectors,
+        parent=parent,
+        k1=1.2,
+        b=0.75,
+        exact_search_max_blocks=exact_search_max_blocks,
+    )

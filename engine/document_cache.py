@@ -1,0 +1,51 @@
+"""Parsed and chunked documents, content-addressed, so a document is never parsed twice.
+
+The key covers everything that changes the blocks: the file's content hash, the parser and
+chunker versions, the block size and the tokenizer. Entries are written atomically; a torn or
+foreign file reads as a miss, never as a document.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import msgspec
+
+from index.fsutil import atomic_write
+from index.records import DocumentRecord
+
+_decoder = msgspec.msgpack.Decoder(DocumentRecord)
+_encoder = msgspec.msgpack.Encoder()
+
+
+def document_key(
+    content_hash: str,
+    parser_version: str,
+    chunker_version: str,
+    target_tokens: int,
+    tokenizer_version: str,
+) -> str:
+    raw = "\x1f".join(
+        [content_hash, parser_version, chunker_version, str(target_tokens), tokenizer_version]
+    )
+    return hashlib.sha256(raw.encode()).hexdigest()[:40]
+
+
+class DocumentCache:
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def _path(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}.msgpack"
+
+    def get(self, key: str) -> DocumentRecord | None:
+        try:
+            return _decoder.decode(self._path(key).read_bytes())
+        except (FileNotFoundError, msgspec.DecodeError, msgspec.ValidationError):
+            return None
+
+    def put(self, key: str, record: DocumentRecord) -> None:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, _encoder.encode(record))
