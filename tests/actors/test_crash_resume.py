@@ -22,7 +22,7 @@ from actors.ingest import embedding_text, record_from_snapshot
 from actors.journal import Journal
 from engine.paths import DataDir
 from index.snapshot import verify_snapshot
-from tests.corpus import DOCS, REPO
+from tests.corpus import DOCS, REPO, make_app
 from tests.servers.embedding_server import Delay, EmbeddingServer
 
 KILLS = 10
@@ -84,6 +84,9 @@ def test_killed_imports_leave_a_verifiable_snapshot_and_resume_without_rework(
         proc.stdout.close()  # type: ignore[union-attr]
         proc.stderr.close()  # type: ignore[union-attr]
         finished = {e.source for e in journal.done() if e.status == "ok"}
+        if journal.load() is not None:  # `citewise status` tells the user how to resume
+            status = make_app(home).status()
+            assert status.import_ is not None and status.import_["state"] == "interrupted"
         checkpoints.append((len(embedding_server.requests), finished))
         active = catalog.active_id()
         if active is not None:
