@@ -92,7 +92,12 @@ class RetrievalParams(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class BuildStats(msgspec.Struct, frozen=True, kw_only=True):
-    """Figures that reconcile: documents_in == documents_succeeded + documents_failed."""
+    """Figures that reconcile:
+
+    documents_in == documents_succeeded + documents_failed;
+    blocks_indexed == blocks_chunked + blocks_carried;
+    blocks_chunked == blocks_reused + blocks_embedded + embedding_cache_hits.
+    """
 
     documents_in: int = 0
     documents_succeeded: int = 0
@@ -105,6 +110,10 @@ class BuildStats(msgspec.Struct, frozen=True, kw_only=True):
     blocks_indexed: int = 0
     embedding_tokens: int = 0  # as counted by the embedding vendor; never mixed with chat tokens
     embedding_cache_hits: int = 0
+    # Documents of the parent snapshot that this batch did not touch, carried over as they were.
+    documents_carried: int = 0
+    blocks_carried: int = 0
+    blocks_reused: int = 0  # blocks of documents imported again unchanged (no work done)
 
 
 class ManifestDocument(msgspec.Struct, frozen=True, kw_only=True):

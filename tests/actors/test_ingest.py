@@ -181,3 +181,31 @@ async def test_bad_files_fail_alone_with_reasons_and_the_batch_lands(tmp_path: P
     assert sorted(p.name for p in folder.iterdir()) == sorted(
         ["events.md", "empty.pdf", "noise.pdf", "truncated.pdf", "bad-utf8.txt"]
     )
+
+
+async def test_build_statistics_reconcile_across_carried_reused_and_new_documents(
+    tmp_path: Path,
+) -> None:
+    folder = notes(tmp_path / "n", **{"a.md": "# A\n\nApples.\n", "b.md": "# B\n\nBananas.\n"})
+    extra = notes(tmp_path / "x", **{"c.md": "# C\n\nCherries.\n"})
+    root = tmp_path / "home"
+    await imported(make_app(root), folder)
+    (folder / "b.md").write_text("# B\n\nBlueberries instead.\n", encoding="utf-8")
+    await imported(make_app(root), extra / "c.md", folder / "a.md", folder / "b.md")
+    m = Catalog(DataDir(root), "default").active_manifest()
+    assert m is not None
+    s = m.stats
+    assert s.documents_in == s.documents_succeeded + s.documents_failed == 3
+    assert (s.documents_reused, s.documents_carried) == (1, 0)
+    assert s.blocks_indexed == s.blocks_chunked + s.blocks_carried
+    assert s.blocks_chunked == s.blocks_reused + s.blocks_embedded + s.embedding_cache_hits
+    await imported(make_app(root), notes(tmp_path / "y", **{"d.md": "# D\n\nDates.\n"}))
+    m = Catalog(DataDir(root), "default").active_manifest()
+    assert m is not None
+    s = m.stats
+    assert (s.documents_in, s.documents_carried) == (1, 3)
+    assert (
+        s.blocks_indexed
+        == s.blocks_chunked + s.blocks_carried
+        == sum(d.blocks for d in m.documents)
+    )
