@@ -577,6 +577,7 @@ class Ingest:
                     record = await anyio.to_thread.run_sync(record_from_snapshot, parent, doc)
                     vectors = await anyio.to_thread.run_sync(parent.doc_vectors, doc)
                     documents[source] = (record, vectors)
+        carried = [r for r, _ in documents.values()]
         for source, item in batch.ok.items():
             documents[source] = (item.record, item.vectors)
         ordered = _unique_doc_ids([documents[s] for s in sorted(documents)])
@@ -585,7 +586,11 @@ class Ingest:
         else:
             status = "failed" if failures else "ready"
         snapshot_id, directory = self.catalog.new_build_dir()
-        stats = self._stats(batch, skipped)
+        stats = msgspec.structs.replace(
+            self._stats(batch, skipped),
+            documents_carried=len(carried),
+            blocks_carried=sum(len(r.blocks) for r in carried),
+        )
         manifest = SnapshotManifest(
             snapshot_id=snapshot_id,
             parent_id=parent.manifest.snapshot_id if parent else None,
@@ -665,6 +670,7 @@ class Ingest:
             files_skipped=len(skipped),
             pages=sum(e.record.pages or 0 for e in ok),
             blocks_chunked=blocks,
+            blocks_reused=sum(len(e.record.blocks) for e in ok if e.reused),
         )
 
     # -- bookkeeping -------------------------------------------------------------------------
