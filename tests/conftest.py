@@ -14,7 +14,7 @@ import pytest
 
 from tests.corpus import DOCS, make_app, run_import
 
-pytest_plugins = ["tests.servers.embedding_server"]
+pytest_plugins = ["tests.servers.embedding_server", "tests.servers.chat_server"]
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,185 @@
+"""ChatError, the one exception of the chat client, and the translation of HTTP answers into it.
+
+Every failure of a chat call leaves as a ChatError with a stable code, a sentence for a person
+and a `retryable` flag. It never holds the API key: vendor text is redacted before it is quoted,
+and the wording of a refused key is never quoted at all (some vendors echo the key back).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import re
+import time
+from typing import Literal
+
+import msgspec
+
+ErrorCode = Literal[
+    "unauthorized",  # 401/403: the key is wrong, revoked or lacks access
+    "no_balance",  # 402: the account has no credit left
+    "rate_limited",  # 429: too many requests for now
+    "server_error",  # 5xx, or an error event in the middle of a stream
+    "timeout",  # no answer (or no next chunk) within timeout_s
+    "connection",  # refused, reset, DNS, TLS, proxy; a stream cut before [DONE]
+    "bad_response",  # not JSON, no choices, malformed SSE
+    "bad_request",  # another 4xx: wrong base URL or model, a request the vendor refused
+    "cancelled",  # for callers that record a cancelled call as data; the client never raises it
+]
+
+RETRYABLE_CODES: frozenset[str] = frozenset(
+    {"rate_limited", "server_error", "timeout", "connection", "bad_response"}
+)
+MAX_RETRY_AFTER_S = 30.0  # a longer Retry-After is shortened: the harness retries once at most
+_VENDOR_TEXT_MAX = 300
+_SECRETISH = re.compile(r"(?i)\b(?:sk|pk|ak)-[A-Za-z0-9*._-]{4,}|bearer\s+\S+")
+
+
+class ChatError(Exception):
+    """A chat completion that failed.
+
+    `code` is stable (see ErrorCode), `message` tells a person what happened and what to do,
+    `retryable` says whether one more attempt may succeed (after `retry_after` seconds when the
+    vendor said so), `status` is the HTTP status when there was one and `vendor_message` the
+    vendor's own (redacted) words, empty when there were none.
+    """
+
+    def __init__(
+        self,
+        code: ErrorCode,
+        message: str,
+        *,
+        retryable: bool | None = None,
+        retry_after: float | None = None,
+        status: int | None = None,
+        vendor_message: str = "",
+    ) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code: ErrorCode = code
+        self.message = message
+        self.retryable = code in RETRYABLE_CODES if retryable is None else retryable
+        self.retry_after = retry_after
+        self.status = status
+        self.vendor_message = vendor_message
+
+    def __reduce__(self) -> tuple[type[ChatError], tuple[str, str], dict[str, object]]:
+        # Survives pickling (worker processes, traces), which Exception's default args would not.
+        return (type(self), (self.code, self.message), dict(self.__dict__))
+
+
+def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
+    """Seconds to wait from a Retry-After header (delta-seconds or HTTP date), capped at 30 s."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    if seconds != seconds:  # NaN
+        return None
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER_S)
+
+
+def redact(text: str, secret: str) -> str:
+    """`text` without `secret` and without anything that looks like a key or bearer token."""
+    if secret and len(secret) >= 4:
+        text = text.replace(secret, "[redacted]")
+    return _SECRETISH.sub("[redacted]", text)
+
+
+class _ErrorDetail(msgspec.Struct):
+    message: str | None = None
+    type: str | None = None
+    code: str | int | None = None
+
+
+class _ErrorBody(msgspec.Struct):
+    error: _ErrorDetail | str | None = None
+    message: str | None = None
+
+
+_decode_error = msgspec.json.Decoder(_ErrorBody).decode
+
+
+def vendor_text(body: bytes, secret: str) -> str:
+    """The vendor's error message from an OpenAI-style error body (or the raw text), redacted,
+    on one line and at most 300 characters."""
+    try:
+        parsed = _decode_error(body)
+    except msgspec.DecodeError:
+        text = body.decode("utf-8", errors="replace")
+    else:
+        if isinstance(parsed.error, _ErrorDetail):
+            text = parsed.error.message or str(parsed.error.code or parsed.error.type or "")
+        else:
+            text = parsed.error or parsed.message or ""
+    text = " ".join(redact(text, secret).split())
+    if len(text) > _VENDOR_TEXT_MAX:
+        text = text[: _VENDOR_TEXT_MAX - 1] + "…"
+    return text
+
+
+class StatusContext(msgspec.Struct, frozen=True):
+    """What an HTTP error message needs to say where the request went (never the key)."""
+
+    url: str
+    base_url: str
+    host: str
+    model: str
+    deepseek: bool
+
+
+def error_for_status(
+    status: int, body: bytes, retry_after: str | None, ctx: StatusContext, secret: str
+) -> ChatError:
+    """The ChatError for a non-200 answer of POST {base_url}/chat/completions."""
+    where = "DeepSeek" if ctx.deepseek else f"the chat service at {ctx.host}"
+    said = vendor_text(body, secret)
+    quoted = f": {said}" if said else ""
+    if status in (401, 403):
+        key = "the DeepSeek key" if ctx.deepseek else "the chat API key"
+        # The vendor's wording is left out of the message: some echo part of the key back.
+        return ChatError(
+            "unauthorized",
+            f"{where} refused {key} (HTTP {status}); check it with `citewise keys test` and "
+            "set it again in Settings if it is wrong or revoked",
+            status=status,
+        )
+    if status == 402:
+        top_up = "at platform.deepseek.com" if ctx.deepseek else "with the vendor"
+        return ChatError(
+            "no_balance",
+            f"{where} says the account has no balance left (HTTP 402{quoted}); top up the "
+            f"account {top_up}, then ask again",
+            status=status,
+            vendor_message=said,
+        )
+    if status == 429:
+        return ChatError(
+            "rate_limited",
+            f"{where} is limiting the request rate (HTTP 429{quoted}); wait a moment and ask again",
+            retry_after=parse_retry_after(retry_after),
+            status=status,
+            vendor_message=said,
+        )
+    if status >= 500:
+        return ChatError(
+            "server_error",
+            f"{where} had an internal error or is overloaded (HTTP {status}{quoted}); this is "
+            "usually temporary: try again in a moment",
+            retry_after=parse_retry_after(retry_after),
+            status=status,
+            vendor_message=said,
+        )
+    return ChatError(
+        "bad_request",
+        f"POST {ctx.url} was rejected (HTTP {status}{quoted}); check chat.base_url "
+        f"({ctx.base_url}) and chat.model ({ctx.model!r}): DeepSeek's base URL is "
+        "https://api.deepseek.com, other OpenAI-compatible services usually end in /v1",
+        status=status,
+        vendor_message=said,
+    )
