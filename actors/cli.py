@@ -28,6 +28,7 @@ from rich.table import Table
 
 from actors.app import App, AppError
 from actors.catalog import CatalogError
+from actors.cli_ask import add_parsers as add_ask_parsers
 from actors.ingest import ImportProgress, ImportResult
 from engine.config import ConfigError
 from engine.paths import InvalidCollectionName
@@ -324,6 +325,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("names", nargs="*")
     p.add_argument("--yes", action="store_true", help="confirm a deletion")
     p.set_defaults(func=cmd_collections)
+
+    add_ask_parsers(sub, common)
 
     p = sub.add_parser("bench", parents=[common], help="run benchmarks and write reports")
     p.add_argument("names", nargs="*", help="benchmarks to run (default: all)")

@@ -67,6 +67,8 @@ BENCHMARKS: dict[str, str] = {
     "incremental_add": "bench.bench_ingest:incremental_add",
     "snapshot_open": "bench.bench_snapshot:snapshot_open",
     "vector_threshold": "bench.bench_snapshot:vector_threshold",
+    "turn_overhead": "bench.bench_harness:turn_overhead",
+    "first_char_latency": "bench.bench_harness:first_char_latency",
 }
 
 

@@ -1,0 +1,195 @@
+"""Asking a question: the App-level command behind `citewise ask` and the ask page.
+
+Pins the collection's active snapshot for the whole request, wires the chat client, the five
+tools, the prompt bundle and the conversation's earlier Q&A into one harness run, and records
+the question and final answer in the conversation. It never reads a key from anywhere but
+engine.secrets and never puts one into an event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import anyio.to_thread
+import msgspec
+
+from actors.app import App, AppError
+from actors.conversations import (
+    ConversationError,
+    ConversationStore,
+    ConversationTurn,
+    now_utc,
+)
+from actors.harness import open_request
+from engine.chat import ChatClient, ChatError
+from engine.harness import (
+    Budgets,
+    Counters,
+    Deps,
+    EarlierTurn,
+    Event,
+    Limits,
+    Request,
+    RequestFinished,
+    ToolResult,
+)
+from engine.prompt_bundle import PromptBundle, load_baseline
+from engine.secrets import ENV_NAMES, get_key
+from engine.tools import TOOL_CONTRACT_VERSION, ToolContext, render_tools, run_tool
+from index.snapshot import Snapshot
+
+OnEvent = Callable[[Event], Awaitable[None]]
+
+
+class AskResult(msgspec.Struct, frozen=True, kw_only=True):
+    finished: RequestFinished
+    conversation_id: str
+    collection: str
+
+
+def chat_client(app: App) -> ChatClient:
+    """The chat client of the app's settings and the stored DeepSeek key."""
+    key = get_key("deepseek")
+    if not key:
+        raise AppError(
+            "no DeepSeek API key is set: run `citewise keys set deepseek` (or, where the "
+            f"system has no credential store, set {ENV_NAMES['deepseek']})"
+        )
+    c, n = app.config.chat, app.config.network
+    try:
+        return ChatClient(
+            base_url=c.base_url,
+            model=c.model,
+            api_key=key,
+            timeout_s=c.timeout_s,
+            temperature=c.temperature,
+            proxy=n.proxy or None,
+            ca_bundle=n.ca_bundle or None,
+        )
+    except ChatError as exc:
+        raise AppError(exc.message) from None
+
+
+def _limits(app: App, override: Limits | None) -> Limits:
+    return override if override is not None else Limits(budgets=Budgets.from_config(app.config))
+
+
+def deps_for(
+    app: App,
+    snapshot: Snapshot,
+    chat: ChatClient,
+    *,
+    bundle: PromptBundle | None = None,
+    limits: Limits | None = None,
+) -> Deps:
+    """The harness dependencies of one request on a pinned snapshot."""
+    ctx = ToolContext(snapshot=snapshot, embedder=app.embedder(), counter=app.counter())
+
+    async def tool(name: str, args: dict[str, Any]) -> ToolResult:
+        return await run_tool(ctx, name, args)
+
+    return Deps(
+        chat=chat,
+        run_tool=tool,
+        tool_descriptions=render_tools(top_k=ctx.params.top_k),
+        counter=app.counter(),
+        snapshot=snapshot,
+        bundle=bundle or load_baseline(),
+        price=app.config.chat.price,
+        limits=_limits(app, limits),
+        manifest_extra={
+            "tool_contract_version": TOOL_CONTRACT_VERSION,
+            "embedding_settings": {
+                "provider": app.config.embedding.provider,
+                "model": app.config.embedding.model,
+            },
+        },
+    )
+
+
+def _unavailable(collection: str, question_id: str) -> RequestFinished:
+    return RequestFinished(
+        request_id=question_id,
+        at=0.0,
+        termination_reason="collection_unavailable",
+        answer=None,
+        message=(
+            f"The knowledge base of collection {collection!r} has no usable snapshot yet, so "
+            "there is nothing to answer from and no model call was made. Import documents with "
+            "`citewise import PATH` (or the Library page) and ask again."
+        ),
+        counters=Counters(),
+    )
+
+
+async def ask(
+    app: App,
+    question: str,
+    *,
+    conversation_id: str | None = None,
+    collection: str | None = None,
+    on_event: OnEvent | None = None,
+    chat: ChatClient | None = None,
+    bundle: PromptBundle | None = None,
+    limits: Limits | None = None,
+) -> AskResult:
+    """Answer `question` on the collection's active snapshot (pinned for the whole request).
+
+    Events stream to `on_event` as they happen (back-pressure: a slow callback slows the
+    request). `conversation_id` continues a conversation (its earlier questions and final
+    answers go into the prompt); without it a new conversation starts. Cancelling the caller
+    cancels the request. `chat` (not closed here) replaces the client of the settings.
+    """
+    if not question.strip():
+        raise AppError("the question is empty")
+    name = app.resolve_collection(collection)
+    store = ConversationStore(app.data, name)
+    cid = conversation_id or store.new_id()
+    try:
+        known = conversation_id is None or store.exists(conversation_id)
+    except ConversationError as exc:
+        raise AppError(str(exc)) from None
+    if not known:
+        raise AppError(f"there is no conversation {conversation_id!r} in collection {name!r}")
+    earlier: Sequence[EarlierTurn] = await anyio.to_thread.run_sync(store.earlier, cid)
+    request = Request(question=question, conversation_id=cid, earlier=tuple(earlier))
+    client = chat or chat_client(app)
+    try:
+        finished = await _run(app, name, request, client, on_event, bundle, limits)
+    finally:
+        if chat is None:
+            await client.aclose()
+    turn = ConversationTurn(
+        request_id=finished.request_id,
+        question=question,
+        answer=finished.answer,
+        termination_reason=finished.termination_reason,
+        snapshot_id=finished.snapshot_id,
+        created_at=now_utc(),
+    )
+    await anyio.to_thread.run_sync(store.append, cid, turn)
+    return AskResult(finished=finished, conversation_id=cid, collection=name)
+
+
+async def _run(
+    app: App,
+    collection: str,
+    request: Request,
+    client: ChatClient,
+    on_event: OnEvent | None,
+    bundle: PromptBundle | None,
+    limits: Limits | None,
+) -> RequestFinished:
+    with app.catalog(collection).pin_active() as snapshot:
+        if snapshot is None:
+            finished = _unavailable(collection, request.request_id)
+            if on_event is not None:
+                await on_event(finished)
+            return finished
+        deps = deps_for(app, snapshot, client, bundle=bundle, limits=limits)
+        async with open_request(deps, request) as running:
+            async for event in running.events:
+                if on_event is not None:
+                    await on_event(event)
+            return await running.wait()

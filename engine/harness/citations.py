@@ -1,0 +1,247 @@
+"""Citations of a final answer: `【来源:doc_id#block_id】` markers checked against the blocks
+that tools returned (and the harness admitted) during this request, resolved on the pinned
+snapshot to title, section, pages and a preview.
+
+A marker naming a block that was never returned is kept but flagged (valid=false) and never
+resolved into evidence. Nothing here trusts the model's ids beyond looking them up.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Literal
+
+import msgspec
+
+from engine.parsing.model import PATH_SEPARATOR
+from index.snapshot import Snapshot
+
+MARKER = re.compile(r"【\s*来源\s*[:：]\s*([^】]*?)\s*】")
+_SPLIT = re.compile(r"[\s,，;；、]+")
+PREVIEW_CHARS = 160
+_MAX_MARKER = 400  # a 【 not closed within this many characters is not a marker
+
+Problem = Literal["not_returned", "not_in_snapshot", "malformed"]
+
+
+class Citation(msgspec.Struct, frozen=True, kw_only=True):
+    index: int  # 1-based, order of first appearance in the answer
+    citation: str  # as written: "doc_id#block_id"
+    doc_id: str
+    block_id: str
+    valid: bool
+    problem: Problem | None = None
+    occurrences: int = 1
+    returned_by: tuple[str, ...] = ()  # tools that returned the block in this request
+    title: str = ""
+    source_label: str = ""
+    section_path: str = ""
+    section_title: str = ""
+    page_start: int | None = None
+    page_end: int | None = None
+    preview: str = ""
+
+    def label(self) -> str:
+        """How a person sees it: title · section · pages (never the raw id)."""
+        if not self.valid:
+            return "unverified source (not among the blocks retrieved for this answer)"
+        parts = [self.title or self.source_label]
+        section = self.section_path or self.section_title
+        if section.startswith(self.title + PATH_SEPARATOR):
+            section = section[len(self.title + PATH_SEPARATOR) :]
+        if section and section != self.title:
+            parts.append(section)
+        if self.page_start is not None:
+            end = self.page_end if self.page_end is not None else self.page_start
+            parts.append(
+                f"p. {self.page_start}"
+                if end == self.page_start
+                else f"pp. {self.page_start}–{end}"
+            )
+        return " · ".join(p for p in parts if p)
+
+
+class _Ref(msgspec.Struct, frozen=True):
+    doc_id: str
+    block_id: str
+
+
+class _Returned(msgspec.Struct, frozen=True):
+    blocks: list[_Ref] = []
+    hits: list[_Ref] = []
+
+
+_returned = msgspec.json.Decoder(_Returned)
+
+
+class Evidence:
+    """The blocks the model has actually seen in this request, by citation id."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, list[str]] = {}
+
+    def __len__(self) -> int:
+        return len(self._seen)
+
+    def __contains__(self, citation: str) -> bool:
+        return citation in self._seen
+
+    def add(self, doc_id: str, block_id: str, tool: str) -> None:
+        tools = self._seen.setdefault(f"{doc_id}#{block_id}", [])
+        if tool not in tools:
+            tools.append(tool)
+
+    def add_result(self, tool: str, payload: bytes) -> int:
+        """Register the blocks of a tool result (SPEC §15 `blocks` / `hits`); how many."""
+        try:
+            result = _returned.decode(payload)
+        except msgspec.DecodeError:
+            return 0
+        refs = [*result.blocks, *result.hits]
+        for ref in refs:
+            self.add(ref.doc_id, ref.block_id, tool)
+        return len(refs)
+
+    def tools(self, citation: str) -> tuple[str, ...]:
+        return tuple(self._seen.get(citation, ()))
+
+
+def _items(inner: str) -> Iterable[str]:
+    return (item for item in _SPLIT.split(inner) if item)
+
+
+def cited(answer: str) -> list[tuple[str, int]]:
+    """(citation, occurrences) in order of first appearance."""
+    counts: dict[str, int] = {}
+    for m in MARKER.finditer(answer):
+        for item in _items(m.group(1)):
+            counts[item] = counts.get(item, 0) + 1
+    return list(counts.items())
+
+
+def resolve(answer: str, evidence: Evidence, snapshot: Snapshot) -> list[Citation]:
+    """Every citation of `answer`, checked and (when valid) resolved on `snapshot`."""
+    out: list[Citation] = []
+    for index, (item, n) in enumerate(cited(answer), start=1):
+        doc_id, sep, block_id = item.partition("#")
+        if not sep or not doc_id or not block_id:
+            out.append(
+                Citation(
+                    index=index,
+                    citation=item,
+                    doc_id=doc_id,
+                    block_id=block_id,
+                    valid=False,
+                    problem="malformed",
+                    occurrences=n,
+                )
+            )
+            continue
+        if item not in evidence:
+            out.append(
+                Citation(
+                    index=index,
+                    citation=item,
+                    doc_id=doc_id,
+                    block_id=block_id,
+                    valid=False,
+                    problem="not_returned",
+                    occurrences=n,
+                )
+            )
+            continue
+        out.append(_resolved(index, item, doc_id, block_id, n, evidence, snapshot))
+    return out
+
+
+def _resolved(
+    index: int,
+    item: str,
+    doc_id: str,
+    block_id: str,
+    n: int,
+    evidence: Evidence,
+    snapshot: Snapshot,
+) -> Citation:
+    ordinal = snapshot.block_ordinal(doc_id, block_id)
+    if ordinal is None:
+        return Citation(
+            index=index,
+            citation=item,
+            doc_id=doc_id,
+            block_id=block_id,
+            valid=False,
+            problem="not_in_snapshot",
+            occurrences=n,
+            returned_by=evidence.tools(item),
+        )
+    block = snapshot.block(ordinal)
+    doc = snapshot.documents[block.doc]
+    section = doc.sections[block.section] if 0 <= block.section < len(doc.sections) else None
+    return Citation(
+        index=index,
+        citation=item,
+        doc_id=doc_id,
+        block_id=block_id,
+        valid=True,
+        occurrences=n,
+        returned_by=evidence.tools(item),
+        title=doc.title,
+        source_label=doc.source_label,
+        section_path=section.path if section else "",
+        section_title=section.title if section else "",
+        page_start=block.page_start,
+        page_end=block.page_end,
+        preview=preview(block.text),
+    )
+
+
+def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+class MarkerNumbers:
+    """Rewrites markers in streamed answer text as `[n]` (`[n?]` when not verifiable),
+    numbered like `resolve` numbers them; an unfinished marker is held back."""
+
+    def __init__(self, evidence: Evidence) -> None:
+        self._evidence = evidence
+        self._numbers: dict[str, int] = {}
+        self._pending = ""
+
+    def _number(self, inner: str) -> str:
+        labels = []
+        for item in _items(inner):
+            n = self._numbers.setdefault(item, len(self._numbers) + 1)
+            labels.append(f"[{n}]" if item in self._evidence else f"[{n}?]")
+        return "".join(labels)
+
+    def feed(self, text: str) -> str:
+        buf = self._pending + text
+        self._pending = ""
+        out: list[str] = []
+        pos = 0
+        while True:
+            start = buf.find("【", pos)
+            if start < 0:
+                out.append(buf[pos:])
+                break
+            out.append(buf[pos:start])
+            m = MARKER.match(buf, start)
+            if m is not None:
+                out.append(self._number(m.group(1)))
+                pos = m.end()
+                continue
+            end = buf.find("】", start)
+            if end < 0 and len(buf) - start < _MAX_MARKER:
+                self._pending = buf[start:]
+                break
+            out.append("【")  # not a citation marker: pass it through
+            pos = start + 1
+        return "".join(out)
+
+    def flush(self) -> str:
+        rest, self._pending = self._pending, ""
+        return rest

@@ -1,0 +1,706 @@
+"""The agent loop of one request: a small state machine whose states return the next state.
+
+Start (manifest, prompt, conversation fitted into the budget) → ModelTurn (budget check, one
+streamed model call with at most one automatic retry, parse ONE Action) → ToolStep (whitelist,
+tool-call limit, run with at most one retry, THE admission, Observation) → ModelTurn … → Done.
+Hard limits are data (`Limits`). It never swallows cancellation, never parses observation
+text, never truncates a tool result and never invents an answer when the loop fails.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any, Protocol
+
+import anyio
+import anyio.to_thread
+import msgspec
+
+from engine.chat import ChatError, ChatMessage, ChatResponse, ChatUsage, StreamDelta, cost_of
+from engine.config import Price
+from engine.harness import events as ev
+from engine.harness.budget import (
+    Admission,
+    Budgets,
+    Counters,
+    admit,
+    check_final,
+    check_turn,
+    refusal_message,
+)
+from engine.harness.citations import Evidence, resolve
+from engine.harness.history import MESSAGE_OVERHEAD, EntryKind, History, Role
+from engine.harness.observation import (
+    HarnessStatus,
+    Observation,
+    new_nonce,
+    ok,
+    problem,
+    render_observation,
+)
+from engine.harness.protocol import (
+    PROTOCOL_VERSION,
+    FinishAction,
+    FinishStream,
+    ProtocolViolation,
+    ToolAction,
+    parse_reply,
+)
+from engine.prompt_bundle import PromptBundle, collection_status, render_collection_status
+from engine.tokens import TokenCounter
+from index.snapshot import Snapshot
+
+# The tool whitelist: immutable for the process, never derived from documents or settings.
+WHITELIST: tuple[str, ...] = (
+    "list_documents",
+    "get_outline",
+    "search_blocks",
+    "list_blocks",
+    "scan_term",
+)
+_THREAD_TOKENIZE_CHARS = 20_000  # count bigger observations in a worker thread
+
+
+class ChatModel(Protocol):
+    """What the loop needs of a chat client (engine.chat.ChatClient is one)."""
+
+    provider: str
+    model: str
+
+    async def stream(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        max_tokens: int,
+        on_delta: Callable[[StreamDelta], Awaitable[None]] | None = None,
+    ) -> ChatResponse: ...
+
+
+class ToolResult(Protocol):
+    """What the loop needs of a tool outcome (engine.tools.ToolOutcome is one)."""
+
+    @property
+    def json(self) -> bytes: ...
+
+    @property
+    def token_estimate(self) -> int: ...
+
+    @property
+    def internal(self) -> Any: ...
+
+
+ToolRunner = Callable[[str, dict[str, Any]], Awaitable[ToolResult]]
+Emit = Callable[[ev.Event], Awaitable[None]]
+
+
+class Limits(msgspec.Struct, frozen=True, kw_only=True):
+    """The request's hard limits, as data."""
+
+    budgets: Budgets = Budgets()
+    max_consecutive_protocol_errors: int = 2
+    model_attempts: int = 2  # the call plus at most one automatic retry
+    tool_attempts: int = 2
+    retry_delay_s: float = 0.5  # before an automatic retry when the vendor named no wait
+    max_retry_delay_s: float = 10.0
+
+
+class EarlierTurn(msgspec.Struct, frozen=True):
+    """A question of the same conversation and the final answer it got."""
+
+    question: str
+    answer: str
+
+
+@dataclass(frozen=True)
+class Request:
+    question: str
+    request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    conversation_id: str | None = None
+    earlier: Sequence[EarlierTurn] = ()
+
+
+@dataclass(frozen=True)
+class Deps:
+    """Everything the loop talks to; the snapshot is already pinned by the caller."""
+
+    chat: ChatModel
+    run_tool: ToolRunner
+    tool_descriptions: str
+    counter: TokenCounter
+    snapshot: Snapshot
+    bundle: PromptBundle
+    price: Price = field(default_factory=Price)
+    limits: Limits = field(default_factory=Limits)
+    manifest_extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+class _Outcome(msgspec.Struct):
+    """The status fields every tool result may carry (SPEC §15)."""
+
+    empty_reason: str | None = None
+    error: _ToolError | None = None
+
+
+class _ToolError(msgspec.Struct):
+    code: str = "tool_internal_error"
+    message: str = ""
+    retryable: bool = False
+
+
+_outcome = msgspec.json.Decoder(_Outcome)
+
+
+def app_version() -> str:
+    try:
+        return version("citewise")
+    except PackageNotFoundError:
+        return "0.0.0+unknown"
+
+
+def run_manifest(deps: Deps, request: Request) -> dict[str, Any]:
+    """What this run depends on, content hashes as identity (SPEC §8)."""
+    snap = deps.snapshot.manifest
+    retrieval = msgspec.to_builtins(snap.retrieval) if snap.retrieval else None
+    b = deps.bundle
+    return {
+        "app_version": app_version(),
+        "request_id": request.request_id,
+        "prompt_bundle": {
+            "id": b.id,
+            "version": b.version,
+            "hash": b.hash,
+            "parent": b.parent,
+            "source": b.source,
+        },
+        "protocol_version": PROTOCOL_VERSION,
+        "tool_whitelist": list(WHITELIST),
+        "chat": {"provider": deps.chat.provider, "model": deps.chat.model},
+        "embedding": msgspec.to_builtins(snap.embedding) if snap.embedding else None,
+        "tokenizer": deps.counter.version,
+        "snapshot": {
+            "collection": snap.collection,
+            "id": snap.snapshot_id,
+            "content_hash": snap.content_hash,
+            "status": snap.status,
+        },
+        "budgets": msgspec.to_builtins(deps.limits.budgets),
+        "limits": {k: v for k, v in msgspec.to_builtins(deps.limits).items() if k != "budgets"},
+        "retrieval": retrieval,
+        "price": msgspec.to_builtins(deps.price),
+        **dict(deps.manifest_extra),
+    }
+
+
+# -- run state -----------------------------------------------------------------------------
+
+
+class _Run:
+    """The mutable state of one request; only the states below change it."""
+
+    def __init__(self, deps: Deps, request: Request, emit: Emit) -> None:
+        self.deps = deps
+        self.request = request
+        self._emit = emit
+        self.t0 = time.monotonic()
+        self.history = History(deps.counter)
+        self.counters = Counters()
+        self.evidence = Evidence()
+        self.cost = 0.0
+        self.protocol_streak = 0
+        self.final_reason: ev.TerminationReason | None = None  # set: the next turn is final
+        self.budgets = deps.limits.budgets
+
+    def at(self) -> float:
+        return time.monotonic() - self.t0
+
+    async def emit(self, make: Callable[..., ev.Event], **fields: Any) -> None:
+        await self._emit(make(request_id=self.request.request_id, at=self.at(), **fields))
+
+    async def observe(self, observation: Observation) -> int:
+        """Render, count and append an observation the loop has already decided to send."""
+        text = render_observation(observation, new_nonce())
+        tokens = await self.count_message(text)
+        self.history.add("user", text, "observation", tokens=tokens)
+        return tokens
+
+    async def count_message(self, text: str) -> int:
+        if len(text) > _THREAD_TOKENIZE_CHARS:
+            return await anyio.to_thread.run_sync(self.history.tokens_for, text)
+        return self.history.tokens_for(text)
+
+    async def finalize(self, reason: ev.TerminationReason, message: str) -> None:
+        if self.final_reason is None:
+            self.final_reason = reason
+            await self.emit(ev.Finalizing, reason=reason, message=message)
+
+
+@dataclass(frozen=True)
+class Done:
+    reason: ev.TerminationReason
+    answer: str | None
+    message: str
+
+
+class State(Protocol):
+    async def step(self, run: _Run) -> State | Done: ...
+
+
+# -- states --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Start:
+    async def step(self, run: _Run) -> State | Done:
+        deps, request = run.deps, run.request
+        await run.emit(
+            ev.RequestStarted,
+            question=request.question,
+            conversation_id=request.conversation_id,
+            manifest=run_manifest(deps, request),
+        )
+        status = render_collection_status(collection_status(deps.snapshot.manifest))
+        system = deps.bundle.render_system(tools=deps.tool_descriptions, collection_status=status)
+        initial: list[tuple[Role, str, EntryKind]] = [("system", system, "system")]
+        for turn in request.earlier:
+            initial.append(("user", deps.bundle.render_question(turn.question), "earlier_question"))
+            initial.append(("assistant", f"Action: Finish[{turn.answer}]", "earlier_answer"))
+        initial.append(("user", deps.bundle.render_question(request.question), "question"))
+        # Counted once, in a worker thread: a long conversation must not stall the event loop.
+        counts = await anyio.to_thread.run_sync(
+            deps.counter.count_many, [text for _, text, _ in initial]
+        )
+        h = run.history
+        for (role, text, kind), n in zip(initial, counts, strict=True):
+            h.add(role, text, kind, tokens=n + MESSAGE_OVERHEAD)
+        dropped = 0
+        check = check_turn(run.budgets, used_tokens=0, prompt_tokens=h.prompt_tokens)
+        while not check.accepted and h.drop_oldest_earlier_pair():
+            dropped += 1
+            check = check_turn(run.budgets, used_tokens=0, prompt_tokens=h.prompt_tokens)
+        if dropped:
+            await run.emit(
+                ev.ConversationTrimmed,
+                dropped=dropped,
+                kept=h.earlier_pairs(),
+                reason=f"{dropped} earlier question(s) and answer(s) of this conversation did "
+                "not fit the token budget and were left out of the prompt, oldest first",
+            )
+        if not check.accepted:
+            return Done(
+                "budget",
+                None,
+                f"The question and the instructions alone need {check.needed} tokens, more "
+                f"than the budget allows ({check.available}); no model call was made. Raise "
+                "max_context_tokens / max_request_tokens or ask a shorter question.",
+            )
+        return ModelTurn()
+
+
+@dataclass(frozen=True)
+class ModelTurn:
+    async def step(self, run: _Run) -> State | Done:
+        budgets = run.budgets
+        c = run.counters
+        if run.final_reason is None:
+            check = check_turn(
+                budgets, used_tokens=c.used_tokens, prompt_tokens=run.history.prompt_tokens
+            )
+            if not check.accepted:
+                await run.finalize("budget", _budget_text(check))
+        final = run.final_reason is not None
+        if final:
+            return await self._final(run)
+        return await self._call(run, final=False, max_tokens=budgets.max_output_tokens)
+
+    async def _final(self, run: _Run) -> State | Done:
+        assert run.final_reason is not None
+        budgets = run.budgets
+        notice = run.deps.bundle.render_finalization(
+            reason=_FINAL_REASONS[run.final_reason], max_tokens=budgets.final_output_tokens
+        )
+        run.history.add_to_last_user(notice)
+        check = check_final(
+            budgets, used_tokens=run.counters.used_tokens, prompt_tokens=run.history.prompt_tokens
+        )
+        if not check.accepted:
+            return Done(
+                run.final_reason,
+                None,
+                "The request's token budget is used up: even the final answer turn would need "
+                f"{check.needed} tokens where {check.available} are allowed, so no further "
+                "model call was made and there is no answer. Raise max_request_tokens (or "
+                "max_context_tokens) or narrow the question, then ask again.",
+            )
+        return await self._call(run, final=True, max_tokens=budgets.final_output_tokens)
+
+    async def _call(self, run: _Run, *, final: bool, max_tokens: int) -> State | Done:
+        c = run.counters
+        c.agent_turns += 1
+        turn = c.agent_turns
+        prompt_tokens = run.history.prompt_tokens
+        c.context_tokens = prompt_tokens
+        await run.emit(ev.TurnStarted, turn=turn, final=final, prompt_tokens=prompt_tokens)
+        messages = tuple(run.history.messages())
+        attempts = run.deps.limits.model_attempts
+        for attempt in range(1, attempts + 1):
+            result = await _model_call(run, turn, attempt, messages, prompt_tokens, max_tokens)
+            if isinstance(result, ChatResponse):
+                return await _after_reply(run, turn, result, final)
+            retry = result.retryable and attempt < attempts
+            if not retry:
+                return Done("model_error", None, f"The model call failed: {result.message}")
+            c.model_retries += 1
+            limits = run.deps.limits
+            wait = result.retry_after if result.retry_after is not None else limits.retry_delay_s
+            await anyio.sleep(min(max(wait, 0.0), limits.max_retry_delay_s))
+        raise AssertionError("unreachable: the last attempt returns")
+
+
+_FINAL_REASONS: dict[ev.TerminationReason, str] = {
+    "budget": "the request's token budget is nearly used up (request_budget_exceeded).",
+    "tool_call_limit": "the limit on tool calls for one request is reached (tool_call_limit).",
+    "internal_error": "the system failed while running a tool (harness_internal_error).",
+}
+
+
+def _budget_text(check: Admission) -> str:
+    return (
+        f"the next model call would need {check.needed} tokens where {check.available} are "
+        f"allowed ({check.verdict})"
+    )
+
+
+async def _model_call(
+    run: _Run,
+    turn: int,
+    attempt: int,
+    messages: tuple[ChatMessage, ...],
+    prompt_tokens: int,
+    max_tokens: int,
+) -> ChatResponse | ChatError:
+    """One HTTP model call, streaming the Finish answer as it comes; errors are returned."""
+    c = run.counters
+    c.model_calls += 1
+    await run.emit(
+        ev.ModelCallStarted,
+        turn=turn,
+        attempt=attempt,
+        messages=messages,
+        prompt_tokens=prompt_tokens,
+        max_tokens=max_tokens,
+    )
+    streamer = FinishStream()
+    first: list[float] = []
+    t0 = time.monotonic()
+
+    async def on_delta(delta: StreamDelta) -> None:
+        if not first:
+            first.append(time.monotonic())
+        if delta.content:
+            text = streamer.feed(delta.content)
+            if text:
+                await run.emit(ev.AnswerDelta, text=text)
+
+    try:
+        response = await run.deps.chat.stream(messages, max_tokens=max_tokens, on_delta=on_delta)
+    except ChatError as exc:
+        latency = (time.monotonic() - t0) * 1000
+        if streamer.started:
+            await run.emit(ev.AnswerRetracted, reason=f"the model call failed: {exc.message}")
+        spent = prompt_tokens + run.history.tokens_for(streamer.text) if streamer.text else 0
+        c.used_tokens += spent
+        await run.emit(
+            ev.ModelCallFinished,
+            turn=turn,
+            attempt=attempt,
+            ok=False,
+            usage=None,
+            latency_ms=latency,
+            first_token_ms=(first[0] - t0) * 1000 if first else None,
+            reply=streamer.text,
+            error_code=exc.code,
+            error_message=exc.message,
+            will_retry=exc.retryable and attempt < run.deps.limits.model_attempts,
+        )
+        return exc
+    latency = (time.monotonic() - t0) * 1000
+    usage, counted = _usage(run, response, prompt_tokens)
+    c.used_tokens += usage.prompt_tokens + usage.completion_tokens
+    c.prompt_tokens += usage.prompt_tokens
+    c.completion_tokens += usage.completion_tokens
+    c.cache_hit_tokens += usage.prompt_cache_hit_tokens
+    c.reasoning_tokens += usage.reasoning_tokens
+    cost = cost_of(usage, run.deps.price)
+    run.cost += cost
+    parsed = parse_reply(response.content)
+    if isinstance(parsed, FinishAction):
+        rest = streamer.flush()
+        if rest:
+            await run.emit(ev.AnswerDelta, text=rest)
+    elif streamer.started:
+        await run.emit(ev.AnswerRetracted, reason="the reply did not follow the protocol")
+    await run.emit(
+        ev.ModelCallFinished,
+        turn=turn,
+        attempt=attempt,
+        ok=True,
+        usage=usage,
+        usage_counted=counted,
+        cost=cost,
+        latency_ms=latency,
+        first_token_ms=(first[0] - t0) * 1000 if first else None,
+        finish_reason=response.finish_reason,
+        model=response.model,
+        response_id=response.response_id,
+        reply=response.content,
+        reasoning=response.reasoning_content,
+    )
+    return response
+
+
+def _usage(run: _Run, response: ChatResponse, prompt_tokens: int) -> tuple[ChatUsage, bool]:
+    if response.usage is not None:
+        return response.usage, False
+    count = run.deps.counter.count
+    reasoning = count(response.reasoning_content)
+    completion = count(response.content) + reasoning
+    return (
+        ChatUsage(
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion,
+            total_tokens=prompt_tokens + completion,
+            reasoning_tokens=reasoning,
+        ),
+        True,
+    )
+
+
+async def _after_reply(run: _Run, turn: int, response: ChatResponse, final: bool) -> State | Done:
+    parsed = parse_reply(response.content)
+    if isinstance(parsed, FinishAction):
+        if run.final_reason is not None:
+            limit = _FINAL_REASONS[run.final_reason]
+            return Done(run.final_reason, parsed.answer, f"Answered in a final turn: {limit}")
+        return Done("clarification" if parsed.clarification else "finished", parsed.answer, "")
+    if final:
+        assert run.final_reason is not None
+        what = (
+            "asked for another tool"
+            if isinstance(parsed, ToolAction)
+            else f"broke the protocol ({parsed.message})"
+        )
+        return Done(
+            run.final_reason,
+            None,
+            f"The model {what} in the final turn, where only an answer is allowed; the "
+            "request ends without an answer. Raise the budget or tool-call limit, or narrow "
+            "the question, and ask again.",
+        )
+    reply_tokens = await run.count_message(response.content)
+    run.history.add("assistant", response.content, "reply", tokens=reply_tokens)
+    if isinstance(parsed, ProtocolViolation):
+        run.protocol_streak += 1
+        run.counters.protocol_errors += 1
+        await run.emit(
+            ev.ProtocolError, turn=turn, message=parsed.message, consecutive=run.protocol_streak
+        )
+        if run.protocol_streak >= run.deps.limits.max_consecutive_protocol_errors:
+            return Done(
+                "protocol_error",
+                None,
+                f"The model broke the response protocol {run.protocol_streak} times in a row "
+                f"(last: {parsed.message}); the request ends without an answer.",
+            )
+        await run.observe(problem("protocol_error", None, parsed.message))
+        return ModelTurn()
+    run.protocol_streak = 0
+    return ToolStep(turn, parsed)
+
+
+@dataclass(frozen=True)
+class ToolStep:
+    turn: int
+    action: ToolAction
+
+    async def step(self, run: _Run) -> State | Done:
+        name, args = self.action.name, self.action.args
+        c, budgets = run.counters, run.budgets
+        if name not in WHITELIST:
+            await self._refused(
+                run,
+                "tool_unavailable",
+                f"There is no tool named {name!r}. The only tools are: "
+                f"{', '.join(WHITELIST)}. Use one of them or finish.",
+            )
+            return ModelTurn()
+        if c.tool_calls >= budgets.max_tool_calls:
+            message = (
+                f"The limit of {budgets.max_tool_calls} tool calls for one request is reached; "
+                f"{name} was not run. Finish now with what you have and say what is missing."
+            )
+            await self._refused(run, "tool_call_limit", message)
+            await run.finalize("tool_call_limit", message)
+            return ModelTurn()
+        c.tool_calls += 1
+        call = c.tool_calls
+        await run.emit(ev.ToolCallStarted, turn=self.turn, call=call, tool=name, args=args)
+        t0 = time.monotonic()
+        result: ToolResult | None = None
+        outcome = _Outcome()
+        attempts = 0
+        failure = ""
+        for attempt in range(1, run.deps.limits.tool_attempts + 1):
+            attempts = attempt
+            try:
+                result = await run.deps.run_tool(name, args)
+            except Exception as exc:  # a bug or broken snapshot, not a business error
+                result, failure = None, f"{type(exc).__name__}: {exc}"
+                break
+            outcome = _decode_outcome(result.json)
+            if not (outcome.error and outcome.error.retryable):
+                break
+            if attempt < run.deps.limits.tool_attempts:
+                c.tool_retries += 1
+        latency = (time.monotonic() - t0) * 1000
+        if result is None:
+            message = (
+                f"The system failed while running {name} ({failure}). Finish and tell the user "
+                "that the request could not be completed."
+            )
+            await run.emit(
+                ev.ToolCallFinished,
+                turn=self.turn,
+                call=call,
+                tool=name,
+                args=args,
+                harness_status="harness_internal_error",
+                outcome="exception",
+                attempts=attempts,
+                latency_ms=latency,
+            )
+            await run.observe(problem("harness_internal_error", name, message))
+            await run.finalize("internal_error", message)
+            return ModelTurn()
+        await run.emit(
+            ev.ToolCallFinished,
+            turn=self.turn,
+            call=call,
+            tool=name,
+            args=args,
+            harness_status="ok",
+            outcome=outcome.error.code if outcome.error else outcome.empty_reason or "ok",
+            token_estimate=result.token_estimate,
+            attempts=attempts,
+            latency_ms=latency,
+            internal=result.internal,
+            payload=result.json,
+        )
+        await self._admit(run, name, result.json)
+        return ModelTurn()
+
+    async def _admit(self, run: _Run, name: str, payload: bytes) -> None:
+        """THE admission: the whole result enters history, or nothing of it."""
+        text = render_observation(ok(name, payload), new_nonce())
+        tokens = await run.count_message(text)
+        used = run.counters.used_tokens
+        decision = admit(
+            run.budgets,
+            used_tokens=used,
+            prompt_tokens=run.history.prompt_tokens_with(tokens),
+            result_tokens=tokens,
+        )
+        await run.emit(
+            ev.AdmissionDecided,
+            turn=self.turn,
+            tool=name,
+            verdict=decision.verdict,
+            prompt_tokens=decision.prompt_tokens,
+            result_tokens=tokens,
+            needed=decision.needed,
+            available=decision.available,
+            used_tokens=used,
+        )
+        if decision.accepted:
+            run.history.add("user", text, "observation", tokens=tokens)
+            run.evidence.add_result(name, payload)
+            return
+        message = refusal_message(decision, name)
+        if decision.verdict == "context_budget_exceeded":
+            await run.observe(problem("context_budget_exceeded", name, message))
+        else:
+            await run.observe(problem("request_budget_exceeded", name, message))
+            await run.finalize("budget", message)
+
+    async def _refused(self, run: _Run, status: HarnessStatus, message: str) -> None:
+        name, args = self.action.name, self.action.args
+        await run.emit(ev.ToolCallStarted, turn=self.turn, call=0, tool=name, args=args)
+        await run.emit(
+            ev.ToolCallFinished,
+            turn=self.turn,
+            call=0,
+            tool=name,
+            args=args,
+            harness_status=status,
+            outcome="refused",
+        )
+        await run.observe(problem(status, name, message))
+
+
+def _decode_outcome(payload: bytes) -> _Outcome:
+    try:
+        return _outcome.decode(payload)
+    except msgspec.DecodeError:
+        return _Outcome()
+
+
+# -- the loop ------------------------------------------------------------------------------
+
+
+async def run_request(deps: Deps, request: Request, emit: Emit) -> ev.RequestFinished:
+    """Run one request to its end and return (and emit) its RequestFinished event.
+
+    Cancellation is re-raised after a RequestFinished(cancelled) has been offered to `emit`
+    (for at most a second, shielded); any other exception is a bug and ends the request with
+    termination reason internal_error.
+    """
+    run = _Run(deps, request, emit)
+    state: State | Done = Start()
+    try:
+        while not isinstance(state, Done):
+            state = await state.step(run)
+    except anyio.get_cancelled_exc_class():
+        cancelled = Done("cancelled", None, "The request was cancelled; there is no answer.")
+        with anyio.move_on_after(1.0, shield=True):
+            await emit(_finished(run, cancelled))
+        raise
+    except Exception as exc:
+        state = Done(
+            "internal_error",
+            None,
+            f"Citewise failed while answering ({type(exc).__name__}: {exc}); there is no "
+            "answer. Please report this with the trace of the request.",
+        )
+    finished = _finished(run, state)
+    await emit(finished)
+    return finished
+
+
+def _finished(run: _Run, state: Done) -> ev.RequestFinished:
+    snapshot = run.deps.snapshot
+    citations = tuple(resolve(state.answer, run.evidence, snapshot)) if state.answer else ()
+    return ev.RequestFinished(
+        request_id=run.request.request_id,
+        at=run.at(),
+        termination_reason=state.reason,
+        answer=state.answer,
+        message=state.message,
+        citations=citations,
+        counters=msgspec.structs.replace(run.counters),
+        cost=run.cost,
+        currency=run.deps.price.currency,
+        snapshot_id=snapshot.manifest.snapshot_id,
+    )

@@ -1,0 +1,221 @@
+"""Running requests as tasks: cancellation, snapshot pinning per request, conversations."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from actors.app import App, AppError
+from actors.asking import AskResult, ask, deps_for
+from actors.conversations import ConversationStore
+from actors.harness import open_request
+from engine.chat import ChatClient
+from engine.harness import (
+    AnswerDelta,
+    Event,
+    Limits,
+    Request,
+    RequestFinished,
+    RequestStarted,
+)
+from tests.corpus import make_app
+from tests.servers.chat_server import ChatServer, Delay, Reply, Text
+
+pytestmark = pytest.mark.anyio
+
+EVENTS = "# Node events\n\n## Emitters\n\nAn EventEmitter calls listeners in order.\n"
+LOOP = "# 事件循环\n\n事件循环按阶段运行。定时器阶段最先执行。\n"
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+async def app(tmp_path: Path) -> AsyncIterator[App]:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "events.md").write_text(EVENTS, encoding="utf-8")
+    app = make_app(tmp_path / "home")
+    try:
+        result = await app.import_paths([docs])
+        assert result.status == "ready"
+        yield app
+    finally:
+        await app.aclose()
+
+
+@pytest.fixture
+async def chat(chat_server: ChatServer) -> AsyncIterator[ChatClient]:
+    client = ChatClient(base_url=chat_server.url, model="deepseek-chat", api_key="k", timeout_s=5)
+    try:
+        yield client
+    finally:
+        await client.aclose()
+
+
+def call(name: str, args: dict[str, Any]) -> Text:
+    return Text(f"Thought: need {name}.\nAction: {name}[{json.dumps(args)}]")
+
+
+def finish(answer: str, **kw: Any) -> Text:
+    return Text(f"Thought: done.\nAction: Finish[{answer}]", **kw)
+
+
+async def _ask(app: App, chat: ChatClient, question: str, **kw: Any) -> AskResult:
+    return await ask(app, question, chat=chat, limits=Limits(retry_delay_s=0.0), **kw)
+
+
+async def test_cancelling_mid_stream_closes_the_stream_and_leaves_no_task(
+    app: App, chat: ChatClient, chat_server: ChatServer
+) -> None:
+    chat_server.script(finish("word " * 400, chunk_chars=5, chunk_delay_s=0.02))
+    before = {t.id for t in anyio.get_running_tasks()}
+    events: list[Event] = []
+    with app.catalog().pin_active() as snapshot:
+        assert snapshot is not None
+        deps = deps_for(app, snapshot, chat, limits=Limits(retry_delay_s=0.0))
+        async with open_request(deps, Request(question="q")) as running:
+            async for event in running.events:
+                events.append(event)
+                if isinstance(event, AnswerDelta):
+                    running.cancel()
+            t0 = time.monotonic()
+        finished = running.finished
+    assert isinstance(events[-1], RequestFinished) and events[-1] is finished
+    assert finished.termination_reason == "cancelled" and finished.answer is None
+    assert time.monotonic() - t0 < 1.0
+    (request,) = chat_server.requests
+    assert request.disconnected.wait(2.0)  # the server saw the HTTP stream closed early
+    assert request.finished.wait(2.0)
+    assert len(request.chunks) < 80  # far from the whole answer (≈ 400 chunks)
+    assert {t.id for t in anyio.get_running_tasks()} == before
+
+
+async def test_cancelling_the_caller_propagates_and_stops_the_request(
+    app: App, chat: ChatClient, chat_server: ChatServer
+) -> None:
+    chat_server.script(Delay(5.0, finish("too late")))
+    before = {t.id for t in anyio.get_running_tasks()}
+    with anyio.move_on_after(0.3) as scope:
+        await _ask(app, chat, "q")
+    assert scope.cancelled_caught  # not swallowed: the caller's scope saw its cancellation
+    assert chat_server.requests[0].disconnected.wait(2.0)
+    assert {t.id for t in anyio.get_running_tasks()} == before
+
+
+async def test_leaving_the_block_early_stops_a_request_blocked_on_a_full_channel(
+    app: App, chat: ChatClient, chat_server: ChatServer
+) -> None:
+    chat_server.script(finish("x " * 600, chunk_chars=2))
+    with app.catalog().pin_active() as snapshot:
+        assert snapshot is not None
+        deps = deps_for(app, snapshot, chat)
+        t0 = time.monotonic()
+        async with open_request(deps, Request(question="q")) as running:
+            await anyio.sleep(0.3)  # never reading: the loop fills the channel and waits
+        assert time.monotonic() - t0 < 1.5
+    assert running.finished is not None
+    assert running.finished.termination_reason == "cancelled"
+
+
+def _documents_seen(body: dict[str, Any]) -> Reply:
+    """A model that lists documents, then answers with how many it saw."""
+    last = body["messages"][-1]["content"]
+    if last.startswith("<question>"):
+        question = last.split("\n")[1]
+        return Delay(0.6 if question == "first" else 0.0, call("list_documents", {}))
+    total = json.loads(last.splitlines()[-2])["payload"]["total"]
+    return finish(f"{total} documents")
+
+
+async def test_two_concurrent_requests_each_read_the_snapshot_they_pinned(
+    app: App, chat: ChatClient, chat_server: ChatServer, tmp_path: Path
+) -> None:
+    chat_server.script(*[_documents_seen] * 4)
+    first_pinned = anyio.Event()
+    results: dict[str, AskResult] = {}
+
+    async def on_event(event: Event) -> None:
+        if isinstance(event, RequestStarted):
+            first_pinned.set()
+
+    async def first() -> None:
+        results["first"] = await _ask(app, chat, "first", on_event=on_event)
+
+    old = app.catalog().active_id()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(first)
+        await first_pinned.wait()
+        more = tmp_path / "more"
+        more.mkdir()
+        (more / "loop.md").write_text(LOOP, encoding="utf-8")
+        imported = await app.import_paths([more])  # a new snapshot becomes active meanwhile
+        assert imported.status == "ready"
+        results["second"] = await _ask(app, chat, "second")
+    new = app.catalog().active_id()
+    assert old != new
+    assert results["first"].finished.snapshot_id == old
+    assert results["first"].finished.answer == "1 documents"
+    assert results["second"].finished.snapshot_id == new
+    assert results["second"].finished.answer == "2 documents"
+
+
+async def test_a_follow_up_carries_the_earlier_question_and_answer_but_not_observations(
+    app: App, chat: ChatClient, chat_server: ChatServer
+) -> None:
+    chat_server.script(
+        call("search_blocks", {"query": "listener order"}),
+        finish("Listeners run in order."),
+        finish("Yes, synchronously."),
+    )
+    one = await _ask(app, chat, "How do listeners run?")
+    two = await _ask(app, chat, "Synchronously?", conversation_id=one.conversation_id)
+    assert two.conversation_id == one.conversation_id
+    messages = chat_server.requests[2].body["messages"]
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
+    assert messages[1]["content"] == "<question>\nHow do listeners run?\n</question>\n"
+    assert messages[2]["content"] == "Action: Finish[Listeners run in order.]"
+    assert messages[3]["content"] == "<question>\nSynchronously?\n</question>\n"
+    carried = json.dumps(messages[1:])
+    assert "<<<DATA" not in carried and "EventEmitter" not in carried  # no observation
+    turns = ConversationStore(app.data, "default").load(one.conversation_id)
+    assert [(t.question, t.answer) for t in turns] == [
+        ("How do listeners run?", "Listeners run in order."),
+        ("Synchronously?", "Yes, synchronously."),
+    ]
+    third = await _ask(app, chat, "New topic")  # no id: a new conversation, nothing carried
+    assert third.conversation_id != one.conversation_id
+
+
+async def test_a_collection_without_a_snapshot_ends_without_a_model_call(
+    app: App, chat: ChatClient, chat_server: ChatServer
+) -> None:
+    app.create_collection("empty")
+    result = await _ask(app, chat, "anything?", collection="empty")
+    assert result.finished.termination_reason == "collection_unavailable"
+    assert result.finished.answer is None and "citewise import" in result.finished.message
+    assert chat_server.requests == []
+
+
+async def test_asking_without_a_key_says_how_to_set_one(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CITEWISE_DEEPSEEK_API_KEY", raising=False)
+    monkeypatch.setattr("actors.asking.get_key", lambda name: None)
+    with pytest.raises(AppError, match="keys set deepseek"):
+        await ask(app, "q")
+
+
+async def test_an_unknown_conversation_is_refused(app: App, chat: ChatClient) -> None:
+    with pytest.raises(AppError, match="no conversation"):
+        await _ask(app, chat, "q", conversation_id="c20250101-120000-abcdef")
+    with pytest.raises(AppError, match="not a conversation id"):
+        await _ask(app, chat, "q", conversation_id="../../secrets")

@@ -1,0 +1,143 @@
+"""Citations: checked against the blocks returned in this request, resolved on the snapshot."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from actors.catalog import Catalog
+from engine.harness.citations import Evidence, MarkerNumbers, cited, resolve
+from engine.paths import DataDir
+from index.snapshot import Block, Snapshot
+from tests.corpus import make_app, run_import
+
+EVENTS = """# Node events
+
+## Emitters
+
+An EventEmitter calls every listener synchronously, in the order they were registered.
+
+## Errors
+
+If an emitter emits 'error' and no listener is registered, the error is thrown.
+"""
+
+LOOP = """# 事件循环
+
+事件循环按阶段运行。定时器阶段最先执行。
+
+轮询阶段等待新的 I/O 事件。
+"""
+
+
+@pytest.fixture(scope="module")
+def snapshot(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Snapshot]:
+    root = tmp_path_factory.mktemp("cite")
+    docs = root / "docs"
+    docs.mkdir()
+    (docs / "events.md").write_text(EVENTS, encoding="utf-8")
+    (docs / "loop.md").write_text(LOOP, encoding="utf-8")
+    result = run_import(make_app(root / "home"), [docs])
+    assert result.status == "ready", result
+    with Catalog(DataDir(root / "home"), "default").pin_active() as snap:
+        assert snap is not None
+        yield snap
+
+
+def _blocks(snapshot: Snapshot) -> list[Block]:
+    return [snapshot.block(i) for i in range(snapshot.n_blocks)]
+
+
+def _payload(*blocks: Block) -> bytes:
+    return msgspec.json.encode(
+        {
+            "blocks": [
+                {"citation": b.citation, "doc_id": b.doc_id, "block_id": b.block_id} for b in blocks
+            ]
+        }
+    )
+
+
+def test_a_returned_block_resolves_to_title_section_and_preview(snapshot: Snapshot) -> None:
+    block = next(b for b in _blocks(snapshot) if "synchronously" in b.text)
+    evidence = Evidence()
+    assert evidence.add_result("search_blocks", _payload(block)) == 1
+    answer = f"Listeners run in order.【来源:{block.citation}】 Again【来源：{block.citation}】."
+    (c,) = resolve(answer, evidence, snapshot)
+    assert c.valid and c.problem is None and c.occurrences == 2
+    assert c.returned_by == ("search_blocks",)
+    assert c.title == "Node events" and c.source_label == "events.md"
+    assert c.section_title == "Emitters" and c.section_path.endswith("Emitters")
+    assert "An EventEmitter calls every listener synchronously" in c.preview
+    assert c.section_path == "Node events / Emitters"
+    assert c.label() == "Node events · Emitters"
+    assert block.citation not in c.label()  # never the raw id
+
+
+def test_a_block_never_returned_is_flagged_even_if_it_exists(snapshot: Snapshot) -> None:
+    returned, other = _blocks(snapshot)[:2]
+    evidence = Evidence()
+    evidence.add_result("list_blocks", _payload(returned))
+    answer = f"A【来源:{returned.citation}】 B【来源:{other.citation}】"
+    first, second = resolve(answer, evidence, snapshot)
+    assert first.valid and first.index == 1
+    assert not second.valid and second.problem == "not_returned" and second.index == 2
+    assert second.title == "" and second.preview == ""  # never shown as evidence
+    assert "unverified" in second.label()
+
+
+def test_scan_hits_count_as_returned_blocks(snapshot: Snapshot) -> None:
+    block = next(b for b in _blocks(snapshot) if "定时器" in b.text)
+    evidence = Evidence()
+    hits = {"hits": [{"doc_id": block.doc_id, "block_id": block.block_id, "count": 1}]}
+    evidence.add_result("scan_term", msgspec.json.encode(hits))
+    (c,) = resolve(f"定时器阶段最先执行【来源:{block.citation}】", evidence, snapshot)
+    assert c.valid and c.title == "事件循环" and c.returned_by == ("scan_term",)
+
+
+def test_invented_and_malformed_ids_are_flagged(snapshot: Snapshot) -> None:
+    evidence = Evidence()
+    evidence.add("nodoc", "b1", "search_blocks")  # returned, yet not in this snapshot
+    answer = "x【来源:nodoc#b1】 y【来源:madeup#b9】 z【来源:nohash】"
+    a, b, c = resolve(answer, evidence, snapshot)
+    assert (a.valid, a.problem) == (False, "not_in_snapshot")
+    assert (b.valid, b.problem) == (False, "not_returned")
+    assert (c.valid, c.problem) == (False, "malformed")
+
+
+def test_several_ids_in_one_marker_are_each_checked(snapshot: Snapshot) -> None:
+    one, two = _blocks(snapshot)[:2]
+    evidence = Evidence()
+    evidence.add_result("list_blocks", _payload(one, two))
+    assert cited(f"x【来源:{one.citation}, {two.citation}】") == [
+        (one.citation, 1),
+        (two.citation, 1),
+    ]
+    assert all(
+        c.valid for c in resolve(f"x【来源:{one.citation}，{two.citation}】", evidence, snapshot)
+    )
+
+
+@pytest.mark.parametrize("cut", range(1, 60, 3))
+def test_streamed_markers_are_numbered_as_resolve_numbers_them(
+    snapshot: Snapshot, cut: int
+) -> None:
+    one, two = _blocks(snapshot)[:2]
+    evidence = Evidence()
+    evidence.add_result("search_blocks", _payload(one))
+    answer = f"【注】A【来源:{one.citation}】 B【来源:{two.citation}】 C【来源:{one.citation}】 end"
+    numbers = MarkerNumbers(evidence)
+    shown = "".join(numbers.feed(answer[i : i + cut]) for i in range(0, len(answer), cut))
+    shown += numbers.flush()
+    assert shown == "【注】A[1] B[2?] C[1] end"
+    indexes = {c.citation: (c.index, c.valid) for c in resolve(answer, evidence, snapshot)}
+    assert indexes == {one.citation: (1, True), two.citation: (2, False)}
+
+
+def test_unclosed_bracket_is_passed_through_when_the_stream_ends(tmp_path: Path) -> None:
+    numbers = MarkerNumbers(Evidence())
+    assert numbers.feed("see 【来源:abc") == "see "
+    assert numbers.flush() == "【来源:abc"
