@@ -69,7 +69,8 @@ def snapshot_open(report: Report, quick: bool) -> None:
         ["blocks", "files MB", "build s", "open p50 ms", "open p99 ms", "first BM25 query ms"],
         rows,
     )
-    report.target("open-time growth 10× blocks (ratio)", medians[-1] / max(medians[0], 1e-6), 2.0)
+    # Flat in size: ten times the blocks may add at most a few milliseconds to opening.
+    report.target("open-time growth for 10× blocks (ms)", medians[-1] - medians[0], 5.0)
     report.notes.append(
         "Synthetic snapshots from corpus paragraphs, each replica perturbed by a unique marker "
         "token per block; random unit vectors (dim 512). Open = map files, check sizes; the "
@@ -175,5 +176,6 @@ def vector_threshold(report: Report, quick: bool) -> None:
         "Rule: exact search while its p50 stays ≤ 5 ms (half the 10 ms search_blocks budget); "
         "HNSW above. HNSW costs a build (vectors/s above) on every new vector, so below the "
         "threshold exact is both cheaper to build (nothing) and exact (recall 1.0). "
-        "Default retrieval.exact_search_max_blocks = 50000."
+        "Default retrieval.exact_search_max_blocks = 30000 (from this table: exact p50 ≈ 2 ms "
+        "at 25k, ≈ 11 ms at 50k on this machine)."
     )

@@ -70,7 +70,8 @@ class RetrievalSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True)
     rrf_k: PositiveInt = 60
     top_k: Annotated[int, msgspec.Meta(gt=0, le=50)] = 5
     min_similarity: Annotated[float, msgspec.Meta(ge=-1, le=1)] = 0.2
-    exact_search_max_blocks: NonNegInt = 50_000
+    # Measured (bench vector_threshold): exact p50 2 ms at 25k vectors, 11 ms at 50k; HNSW ~0.15 ms.
+    exact_search_max_blocks: NonNegInt = 30_000
 
 
 class IngestSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
