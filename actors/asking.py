@@ -37,6 +37,7 @@ from engine.harness import (
 from engine.prompt_bundle import PromptBundle, load_baseline
 from engine.secrets import ENV_NAMES, get_key
 from engine.tools import TOOL_CONTRACT_VERSION, ToolContext, render_tools, run_tool
+from engine.trace.manifest import manifest_extra as trace_manifest_extra
 from index.snapshot import Snapshot
 
 OnEvent = Callable[[Event], Awaitable[None]]
@@ -98,13 +99,9 @@ def deps_for(
         bundle=bundle or load_baseline(),
         price=app.config.chat.price,
         limits=_limits(app, limits),
-        manifest_extra={
-            "tool_contract_version": TOOL_CONTRACT_VERSION,
-            "embedding_settings": {
-                "provider": app.config.embedding.provider,
-                "model": app.config.embedding.model,
-            },
-        },
+        manifest_extra=trace_manifest_extra(
+            app.config, tool_contract_version=TOOL_CONTRACT_VERSION
+        ),
     )
 
 

@@ -18,6 +18,7 @@ from rich.console import Console
 
 from actors.app import App, AppError
 from actors.asking import AskResult, ask
+from actors.tracing import trace_writer, traced
 from engine.harness import (
     ANSWERED,
     AnswerDelta,
@@ -104,14 +105,18 @@ async def cmd_ask(app: App, args: argparse.Namespace) -> int:
     if not question:
         raise AppError('ask needs a question, e.g. citewise ask "what is the event loop?"')
     printer = _AnswerPrinter(quiet=args.json)
-    result = await ask(
-        app,
-        question,
-        conversation_id=args.conversation,
-        collection=args.collection,
-        on_event=printer,
-    )
+    async with trace_writer(app) as writer:
+        result = await ask(
+            app,
+            question,
+            conversation_id=args.conversation,
+            collection=args.collection,
+            on_event=traced(writer, printer),
+        )
     printer.done()
+    dropped = writer.health().dropped
+    if dropped:
+        err.print(f"[yellow]the trace of this answer is partial: {dropped} records were dropped[/]")
     return _report(result, as_json=args.json)
 
 

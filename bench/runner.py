@@ -69,6 +69,8 @@ BENCHMARKS: dict[str, str] = {
     "vector_threshold": "bench.bench_snapshot:vector_threshold",
     "turn_overhead": "bench.bench_harness:turn_overhead",
     "first_char_latency": "bench.bench_harness:first_char_latency",
+    "trace_throughput": "bench.bench_trace:spans_per_second",
+    "trace_overhead": "bench.bench_trace:tracing_overhead",
 }
 
 

@@ -1,0 +1,442 @@
+"""What the App offers about traces: the store in the data directory, the trace writer, tracing
+of requests and imports, and the commands behind `citewise trace` and the traces page.
+
+Functions take the App. Tracing never changes an answer: a broken store shows up as a warning
+and partial traces, never as an exception in a request. No key is ever written."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from functools import partial
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+from uuid import uuid4
+
+import anyio.to_thread
+import msgspec
+
+from actors.app import App, AppError
+from actors.asking import OnEvent, chat_client, deps_for
+from actors.catalog import CatalogError
+from actors.conversations import ConversationStore
+from actors.harness import open_request
+from actors.ingest import ImportProgress, ImportResult
+from actors.trace_writer import TraceWriter, open_trace_writer
+from engine.chat import ChatClient
+from engine.config import Config, dump_config
+from engine.harness import Budgets, EarlierTurn, Event, Limits, Request, run_manifest
+from engine.harness.machine import app_version
+from engine.paths import InvalidCollectionName
+from engine.prompt_bundle import load_baseline
+from engine.secrets import ENV_NAMES, get_key
+from engine.tools import ToolContext, ToolOutcome, run_tool
+from engine.trace import (
+    BundleError,
+    BundleReport,
+    EvidenceReplay,
+    IngestEnded,
+    IngestFailure,
+    IngestSample,
+    RerunReport,
+    RetrievalReplay,
+    RunOutcome,
+    TraceKind,
+    TraceRecord,
+    TraceStore,
+    TraceStoreError,
+    TraceSummary,
+    evidence_replay,
+    exporter_from_environment,
+    from_harness,
+    manifest_hash,
+    normalized,
+    outcome_of_finished,
+    outcome_of_trace,
+    replay_retrieval,
+    snapshot_gone,
+    snapshot_of,
+    summarize_reruns,
+    write_bundle,
+)
+from engine.trace.model import REQUEST_ID
+
+TRACES_DIR = "traces"
+BUNDLES_DIR = "bundles"
+MAX_RERUNS = 50
+
+
+def traces_root(app: App) -> Path:
+    return app.data.root / TRACES_DIR
+
+
+def open_store(app: App) -> TraceStore:
+    """The app's trace store (raises TraceStoreError when it cannot be opened)."""
+    return TraceStore(traces_root(app))
+
+
+def _store(app: App) -> TraceStore:
+    try:
+        return open_store(app)
+    except TraceStoreError as exc:
+        raise AppError(str(exc)) from None
+
+
+def key_values() -> list[str]:
+    """Every API key value this process could know: to be kept out of traces and bundles."""
+    values: list[str] = []
+    for name, env in ENV_NAMES.items():
+        try:
+            stored = get_key(name)
+        except Exception:  # a broken keyring backend: the environment is still checked
+            stored = None
+        for value in (stored, os.environ.get(env)):
+            if value and value not in values:
+                values.append(value)
+    return values
+
+
+# -- recording ---------------------------------------------------------------------------------
+
+
+@asynccontextmanager
+async def trace_writer(app: App, **overrides: Any) -> AsyncIterator[TraceWriter]:
+    """The app's trace writer, with the [trace] settings and, when the standard OTEL_*
+    variables ask for it, OTLP export. Leaving the block writes what is queued."""
+    t = app.config.trace
+    options: dict[str, Any] = {
+        "mode": t.mode,
+        "retention_days": t.retention_days,
+        "max_bytes": t.max_megabytes * 1024 * 1024,
+        "exporter": exporter_from_environment(service_version=app_version()),
+        "secrets": key_values,
+    }
+    options.update(overrides)
+    async with open_trace_writer(partial(open_store, app), **options) as writer:
+        yield writer
+
+
+def traced(writer: TraceWriter | None, on_event: OnEvent | None = None) -> OnEvent:
+    """An `on_event` for actors.asking.ask that hands every event to the trace writer first
+    (never waiting) and then to `on_event`."""
+
+    async def handle(event: Event) -> None:
+        if writer is not None:
+            writer.submit(event)
+        if on_event is not None:
+            await on_event(event)
+
+    return handle
+
+
+class IngestTracer:
+    """Traces one import: pass `progress` as Ingest's on_progress (or wrap yours with
+    `wrap`) and call `finished` with the ImportResult."""
+
+    def __init__(self, writer: TraceWriter, collection: str) -> None:
+        self.writer = writer
+        self.collection = collection
+        self.job_id = uuid4().hex
+
+    def progress(self, p: ImportProgress) -> None:
+        # Ingest mutates its progress object afterwards: copy what the trace keeps.
+        self.writer.submit_ingest(
+            IngestSample(
+                job_id=self.job_id,
+                collection=self.collection,
+                state=p.state,
+                documents=dict(p.documents),
+                documents_total=p.documents_total,
+                documents_done=p.documents_done,
+                documents_failed=p.documents_failed,
+                documents_reused=p.documents_reused,
+                pages=p.pages,
+                blocks=p.blocks,
+                blocks_embedded=p.blocks_embedded,
+                embedding_tokens=p.embedding_tokens,
+                elapsed_s=p.elapsed_s,
+            )
+        )
+
+    def wrap(
+        self, on_progress: Callable[[ImportProgress], None] | None
+    ) -> Callable[[ImportProgress], None]:
+        def both(p: ImportProgress) -> None:
+            self.progress(p)
+            if on_progress is not None:
+                on_progress(p)
+
+        return both
+
+    def finished(self, result: ImportResult) -> None:
+        stats = msgspec.to_builtins(result.stats)
+        self.writer.submit_ingest(
+            IngestEnded(
+                job_id=self.job_id,
+                collection=result.collection,
+                snapshot_id=result.snapshot_id,
+                status=result.status,
+                activated=result.activated,
+                failed=tuple(
+                    IngestFailure(source=f.source, stage=f.stage, reason=f.reason)
+                    for f in result.failed_documents
+                ),
+                skipped=len(result.skipped),
+                stats={k: v for k, v in stats.items() if isinstance(v, int)},
+                message=result.message,
+            )
+        )
+
+
+# -- reading -----------------------------------------------------------------------------------
+
+
+def list_traces(
+    app: App,
+    *,
+    limit: int = 50,
+    kind: TraceKind | None = "request",
+    status: str | None = None,
+    termination_reason: str | None = None,
+    since_days: float | None = None,
+    min_cost: float | None = None,
+) -> list[TraceSummary]:
+    since = None
+    if since_days is not None:
+        since = dt.datetime.now(dt.UTC).timestamp() - since_days * 86400
+    with _store(app) as store:
+        return store.list_traces(
+            limit=limit,
+            kind=kind,
+            status=status,
+            termination_reason=termination_reason,
+            since=since,
+            min_cost=min_cost,
+        )
+
+
+def get_trace(app: App, trace_id: str) -> TraceRecord:
+    """A trace by id or unambiguous prefix."""
+    with _store(app) as store:
+        try:
+            return store.get(store.resolve(trace_id))
+        except TraceStoreError as exc:
+            raise AppError(str(exc)) from None
+
+
+def trace_document(record: TraceRecord) -> dict[str, Any]:
+    """`citewise trace show --json` (SPEC §15 names first; more fields may follow)."""
+    s = record.summary
+    return {
+        "trace_id": s.trace_id,
+        "manifest": record.manifest,
+        "partial": s.partial,
+        "spans": [
+            {
+                "span_id": span.span_id,
+                "parent_id": span.parent_id,
+                "kind": span.kind,
+                "name": span.name,
+                "start": span.start,
+                "end": span.end,
+                "status": span.status,
+                "attributes": span.attributes,
+                "status_message": span.status_message,
+                "duration_ms": span.duration_ms,
+                "events": msgspec.to_builtins(span.events),
+                "artifacts": msgspec.to_builtins(span.artifacts),
+            }
+            for span in record.spans
+        ],
+        "dropped": s.dropped,
+        "manifest_hash": s.manifest_hash,
+        "summary": msgspec.to_builtins(s),
+    }
+
+
+def evidence(app: App, trace_id: str) -> EvidenceReplay:
+    with _store(app) as store:
+        try:
+            record = store.get(store.resolve(trace_id))
+        except TraceStoreError as exc:
+            raise AppError(str(exc)) from None
+        return evidence_replay(store, record)
+
+
+async def retrieval(app: App, trace_id: str) -> RetrievalReplay:
+    """Re-run the request's tool calls on the snapshot it was pinned to and diff the blocks."""
+    record = await anyio.to_thread.run_sync(get_trace, app, trace_id)
+    collection, snapshot_id = snapshot_of(record)
+    if not collection or not snapshot_id:
+        return snapshot_gone(record, "is not recorded in this trace")
+    try:
+        catalog = app.catalog(collection)
+    except InvalidCollectionName:
+        return snapshot_gone(record, f"belonged to collection {collection!r}, which is gone")
+    if catalog.manifest(snapshot_id) is None:
+        return snapshot_gone(record, "has been collected")
+    try:
+        with catalog.pinned(snapshot_id) as snapshot:
+            ctx = ToolContext(snapshot=snapshot, embedder=app.embedder(), counter=app.counter())
+
+            async def tool(name: str, args: dict[str, Any]) -> ToolOutcome:
+                return await run_tool(ctx, name, args)
+
+            return await replay_retrieval(record, tool)
+    except CatalogError as exc:
+        return snapshot_gone(record, f"cannot be opened ({exc})")
+
+
+def _limits(manifest: dict[str, Any], config: Config) -> Limits:
+    budgets = manifest.get("budgets")
+    if not isinstance(budgets, dict):
+        return Limits(budgets=Budgets.from_config(config))
+    limits = dict(manifest.get("limits") or {})
+    return msgspec.convert({**limits, "budgets": budgets}, Limits)
+
+
+def _earlier(app: App, collection: str, record: TraceRecord) -> list[EarlierTurn]:
+    """The conversation as it was when the original request ran (the turns before it)."""
+    cid = record.summary.conversation_id
+    if not cid:
+        return []
+    store = ConversationStore(app.data, collection)
+    if not store.exists(cid):
+        return []
+    turns = store.load(cid)
+    ids = [t.request_id for t in turns]
+    root = next((s for s in record.spans if s.kind == "request"), None)
+    request_id = str((root.attributes.get(REQUEST_ID) if root else None) or record.summary.trace_id)
+    before = turns[: ids.index(request_id)] if request_id in ids else turns
+    return [EarlierTurn(t.question, t.answer) for t in before if t.answer is not None]
+
+
+async def rerun(
+    app: App,
+    trace_id: str,
+    runs: int,
+    *,
+    chat: ChatClient | None = None,
+    writer: TraceWriter | None = None,
+    on_run: Callable[[int, RunOutcome], Awaitable[None]] | None = None,
+) -> RerunReport:
+    """Run the traced request `runs` times on its pinned snapshot with its recorded budgets,
+    and compare: pass rate, failure types, answers that flipped. Each run is traced too."""
+    if not 1 <= runs <= MAX_RERUNS:
+        raise AppError(f"the number of runs must be between 1 and {MAX_RERUNS}")
+    record = await anyio.to_thread.run_sync(get_trace, app, trace_id)
+    question = record.summary.question
+    if record.summary.kind != "request" or not question:
+        raise AppError(f"trace {record.summary.trace_id} is not a question that can be re-run")
+    manifest = record.manifest or {}
+    collection, snapshot_id = snapshot_of(record)
+    if not collection or not snapshot_id:
+        raise AppError("this trace does not record the snapshot it ran on; it cannot be re-run")
+    catalog = app.catalog(collection)
+    if catalog.manifest(snapshot_id) is None:
+        raise AppError(
+            f"the snapshot {snapshot_id} this request ran on has been collected, so the same "
+            "request cannot run again on the same knowledge base"
+        )
+    notes: list[str] = []
+    bundle = load_baseline()
+    recorded_bundle = manifest.get("prompt_bundle") or {}
+    if recorded_bundle.get("hash") and recorded_bundle.get("hash") != bundle.hash:
+        notes.append(
+            f"prompt bundle: recorded {recorded_bundle.get('id')}@"
+            f"{recorded_bundle.get('version')} ({str(recorded_bundle.get('hash'))[:12]}), "
+            f"running {bundle.id}@{bundle.version} ({bundle.hash[:12]})"
+        )
+    limits = _limits(manifest, app.config)
+    earlier = await anyio.to_thread.run_sync(_earlier, app, collection, record)
+    client = chat or chat_client(app)
+    outcomes: list[RunOutcome] = []
+    same = True
+    try:
+        with catalog.pinned(snapshot_id) as snapshot:
+            deps = deps_for(app, snapshot, client, bundle=bundle, limits=limits)
+            probe = run_manifest(deps, Request(question=question))
+            now = normalized(from_harness(probe), writer.mode if writer else app.config.trace.mode)
+            if record.summary.manifest_hash and manifest_hash(now) != record.summary.manifest_hash:
+                same = False
+                notes.extend(_differences(manifest, msgspec.to_builtins(now)))
+            for i in range(1, runs + 1):
+                request = Request(question=question, earlier=tuple(earlier))
+                async with open_request(deps, request) as running:
+                    async for event in running.events:
+                        if writer is not None:
+                            writer.submit(event)
+                    finished = await running.wait()
+                outcome = outcome_of_finished(finished)
+                outcomes.append(outcome)
+                if on_run is not None:
+                    await on_run(i, outcome)
+    except CatalogError as exc:
+        raise AppError(str(exc)) from None
+    finally:
+        if chat is None:
+            await client.aclose()
+    return summarize_reruns(
+        record.summary.trace_id,
+        outcome_of_trace(record),
+        outcomes,
+        same_configuration=same,
+        notes=notes,
+    )
+
+
+def _differences(before: dict[str, Any], after: dict[str, Any], prefix: str = "") -> list[str]:
+    out: list[str] = []
+    for key in sorted(set(before) | set(after)):
+        a, b = before.get(key), after.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out.extend(_differences(a, b, f"{prefix}{key}."))
+        elif a != b and key != "request_id":
+            out.append(f"{prefix}{key}: recorded {a!r}, now {b!r}")
+    return out
+
+
+# -- diagnostic bundle ---------------------------------------------------------------------------
+
+
+def safe_config_text(config: Config) -> str:
+    """config.toml for a bundle: a proxy URL's user name and password are removed."""
+    proxy = config.network.proxy
+    if proxy:
+        parts = urlsplit(proxy)
+        if parts.username or parts.password:
+            host = parts.hostname or ""
+            netloc = host + (f":{parts.port}" if parts.port else "")
+            proxy = urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+            network = msgspec.structs.replace(config.network, proxy=proxy)
+            config = msgspec.structs.replace(config, network=network)
+    return dump_config(config)
+
+
+async def bundle(app: App, trace_id: str, dest: Path | None = None) -> BundleReport:
+    """Write the diagnostic bundle of a trace (default: DATA/bundles/citewise-trace-ID.zip)."""
+
+    def make() -> BundleReport:
+        with _store(app) as store:
+            try:
+                full_id = store.resolve(trace_id)
+                record = store.get(full_id)
+            except TraceStoreError as exc:
+                raise AppError(str(exc)) from None
+            target = dest or app.data.root / BUNDLES_DIR / f"citewise-trace-{full_id[:12]}.zip"
+            try:
+                return write_bundle(
+                    store,
+                    full_id,
+                    target,
+                    config_toml=safe_config_text(app.config),
+                    secrets=key_values(),
+                    trace_json=msgspec.json.encode(trace_document(record)),
+                )
+            except (BundleError, OSError) as exc:
+                raise AppError(f"the diagnostic bundle could not be written: {exc}") from None
+
+    return await anyio.to_thread.run_sync(make)
