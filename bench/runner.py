@@ -69,6 +69,10 @@ BENCHMARKS: dict[str, str] = {
     "vector_threshold": "bench.bench_snapshot:vector_threshold",
     "turn_overhead": "bench.bench_harness:turn_overhead",
     "first_char_latency": "bench.bench_harness:first_char_latency",
+    "search_latency": "bench.bench_retrieval:search_latency",
+    "bm25_peers": "bench.bench_retrieval:bm25_peers",
+    "scan_throughput": "bench.bench_retrieval:scan_throughput",
+    "list_blocks_cost": "bench.bench_retrieval:list_blocks_cost",
     "trace_throughput": "bench.bench_trace:spans_per_second",
     "trace_overhead": "bench.bench_trace:tracing_overhead",
 }

@@ -179,9 +179,19 @@ class Bm25Index:
         `tokens` are scored as given (callers pass distinct query tokens); `ranges` limits the
         candidates to [start, end) ordinal ranges; df and avgdl stay collection-wide.
         """
-        n = self.stats.n_blocks
-        if k <= 0 or n == 0 or not tokens:
+        if k <= 0:
             return []
+        return top_k(*self.scores(tokens, ranges), k)
+
+    def scores(
+        self, tokens: Sequence[str], ranges: Sequence[tuple[int, int]] | None = None
+    ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float64]]:
+        """Every block in `ranges` holding >= 1 of `tokens`: (ascending ordinals, BM25 scores),
+        unranked, for callers that combine BM25 with other evidence before ranking."""
+        n = self.stats.n_blocks
+        none = (np.zeros(0, dtype=np.uint32), np.zeros(0, dtype=np.float64))
+        if n == 0 or not tokens:
+            return none
         k1, b = self.stats.k1, self.stats.b
         avgdl = self.stats.total_length / n if self.stats.total_length else 1.0
         mask: npt.NDArray[np.bool_] | None = None
@@ -204,18 +214,16 @@ class Bm25Index:
             dl = self._lengths[ordinals].astype(np.float64)
             found.append((ordinals, weight * tf / (tf + k1 * (1.0 - b + b * dl / avgdl))))
         if not found:
-            return []
+            return none
         if len(found) == 1:
-            candidates, totals = found[0]
-        else:
-            dense = np.zeros(n, dtype=np.float64)
-            hit = np.zeros(n, dtype=np.bool_)
-            for ordinals, contribution in found:
-                dense[ordinals] += contribution  # ordinals are distinct within one term
-                hit[ordinals] = True
-            candidates = np.flatnonzero(hit).astype(np.uint32)
-            totals = dense[candidates]
-        return top_k(candidates, totals, k)
+            return found[0]
+        dense = np.zeros(n, dtype=np.float64)
+        hit = np.zeros(n, dtype=np.bool_)
+        for ordinals, contribution in found:
+            dense[ordinals] += contribution  # ordinals are distinct within one term
+            hit[ordinals] = True
+        candidates = np.flatnonzero(hit).astype(np.uint32)
+        return candidates, dense[candidates]
 
 
 def top_k(

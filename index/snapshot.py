@@ -458,6 +458,11 @@ class Snapshot:
             tokens,
         )
 
+    def block_sections(self, start: int = 0, end: int | None = None) -> npt.NDArray[np.int64]:
+        """Section ordinal (within its document) of each block in ordinals [start, end), copied."""
+        meta = self._store().meta
+        return np.asarray(meta["section"][start:end], dtype=np.int64)
+
     def bm25_search(
         self, query: str, k: int, docs: Sequence[int] | None = None
     ) -> list[tuple[int, float]]:
@@ -471,6 +476,19 @@ class Snapshot:
             )
         ranges = None if docs is None else store.ranges(docs)
         return self._bm25.search(query_tokens(query), k, ranges)
+
+    def bm25_scores(
+        self, tokens: Sequence[str], docs: Sequence[int] | None = None
+    ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float64]]:
+        """(ascending ordinals, BM25 scores) of every block in scope holding one of `tokens`.
+
+        `tokens` are index tokens used as given (not re-tokenised); unranked, for callers that
+        combine BM25 with other evidence. Scores equal those of `bm25_search` for the same tokens.
+        """
+        store = self._store()
+        assert self._bm25 is not None
+        ranges = None if docs is None else store.ranges(docs)
+        return self._bm25.scores(tokens, ranges)
 
     def vector_search(
         self, query: npt.NDArray[np.floating], k: int, docs: Sequence[int] | None = None

@@ -1,0 +1,543 @@
+"""Retrieval and tool benchmarks: search_blocks latency, BM25 against bm25s (and tantivy when
+installed), exact scan throughput against a plain str loop, and list_blocks / token-estimate cost.
+
+Snapshots are bench.synthetic's: the corpus's text paragraphs replicated to 10k-100k blocks,
+each copy perturbed by a distinct marker token (`r{doc}x{block}`) so nothing deduplicates, with
+seeded random unit vectors. Query embedding is excluded from every latency: query vectors are
+made up front. Benchmarks write only into temporary directories.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import numpy as np
+import numpy.typing as npt
+from usearch.index import search as brute_force
+
+from bench.runner import CORPUS, Report
+from bench.synthetic import build_synthetic, corpus_paragraphs
+from engine.embedding import EmbeddingResult
+from engine.tokens import TokenCounter
+from engine.tools import ToolContext, run_tool
+from engine.tools.contracts import BlocksResult, ListBlocksArgs
+from engine.tools.executor import finish
+from engine.tools.list_blocks import list_blocks
+from engine.tools.retrieval import search
+from index.records import BlockRecord, DocumentRecord, EmbeddingSpec, SectionRecord
+from index.snapshot import Snapshot, build_snapshot
+from index.textnorm import document_tokens, fold, query_tokens
+
+_T = TypeVar("_T")
+
+EXTRA_QUERIES = [
+    "package configuration",
+    "how do I remove an event listener",
+    "软件包管理",
+    "network interface names",
+    "worker threads share memory",
+    "控制台 切换",
+    "DNS lookup getaddrinfo",
+    "shell redirection",
+]
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000, 3)
+
+
+def _p50(samples: Sequence[float]) -> float:
+    return _ms(statistics.median(samples))
+
+
+def _p99(samples: Sequence[float]) -> float:
+    return _ms(float(np.percentile(samples, 99)))
+
+
+def _queries() -> list[str]:
+    gold = [json.loads(line)["question"] for line in (CORPUS / "gold.jsonl").open(encoding="utf-8")]
+    return gold + EXTRA_QUERIES
+
+
+def _unit_vectors(n: int, dim: int, seed: int) -> npt.NDArray[np.float32]:
+    v = np.random.default_rng(seed).standard_normal((n, dim)).astype(np.float32)
+    return np.asarray(v / np.linalg.norm(v, axis=1, keepdims=True), dtype=np.float32)
+
+
+def _timed(func: Callable[[], object], repeat: int = 1) -> list[float]:
+    samples = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        func()
+        samples.append(time.perf_counter() - t0)
+    return samples
+
+
+def _each(func: Callable[[_T], object], items: Sequence[_T], rounds: int = 3) -> list[float]:
+    """Wall time of func(item) for every item, `rounds` times over."""
+    samples = []
+    for _ in range(rounds):
+        for item in items:
+            t0 = time.perf_counter()
+            func(item)
+            samples.append(time.perf_counter() - t0)
+    return samples
+
+
+class _Precomputed:
+    """An embedding provider that answers from vectors made up front (embedding excluded)."""
+
+    def __init__(self, spec: EmbeddingSpec, vectors: dict[str, npt.NDArray[np.float32]]) -> None:
+        self.spec = spec
+        self._vectors = vectors
+
+    async def embed(self, texts: Sequence[str]) -> EmbeddingResult:
+        return EmbeddingResult(vectors=np.stack([self._vectors[t] for t in texts]), tokens=0)
+
+    async def aclose(self) -> None:
+        pass
+
+
+# -- search_blocks latency ---------------------------------------------------------------------
+
+
+def search_latency(report: Report, quick: bool) -> None:
+    report.title = "search_blocks latency (query embedding excluded)"
+    sizes = [2_000, 10_000] if quick else [10_000, 100_000]
+    queries = _queries()
+    rows: list[list[Any]] = []
+    with tempfile.TemporaryDirectory(prefix="citewise-bench-") as tmp:
+        for n in sizes:
+            directory = Path(tmp) / f"s{n}"
+            # The shipped rule: exact vector search up to exact_search_max_blocks, HNSW above.
+            threshold = 5_000 if quick else 50_000
+            t0 = time.perf_counter()
+            manifest = build_synthetic(directory, n, exact_search_max_blocks=threshold)
+            report.figure(f"build_s_{n}", round(time.perf_counter() - t0, 1))
+            with Snapshot.open(directory) as snap:
+                rows.append(_measure_search(report, snap, n, queries, manifest.vector_index))
+    report.table(
+        "Latency by collection size (ms)",
+        [
+            "blocks",
+            "vector index",
+            "first search (builds heading index)",
+            "ranking p50",
+            "ranking p99",
+            "keyword list p50",
+            "vector list p50 (as shipped)",
+            "usearch exact p50",
+            "numpy brute force p50",
+            "tool p50 (payload + JSON + tokens)",
+            "tool p99",
+        ],
+        rows,
+    )
+    largest = rows[-1]
+    report.target(f"search_blocks ranking p50 at {largest[0]} blocks (ms)", largest[3], 10.0)
+    report.target(f"search_blocks tool p50 at {largest[0]} blocks (ms)", largest[9], 10.0)
+    report.notes.append(
+        "ranking = engine.tools.retrieval.search (keyword list, vector list, RRF) on a query "
+        "vector made up front; tool = run_tool('search_blocks') with a provider that returns "
+        "that vector at once, so it adds block payloads, JSON encoding and the DeepSeek token "
+        "count of the result. Vectors are random: latency, not quality."
+    )
+
+
+def _measure_search(
+    report: Report, snap: Snapshot, n: int, queries: list[str], kind: str
+) -> list[Any]:
+    params = snap.manifest.retrieval
+    assert params is not None and snap.manifest.embedding is not None
+    vectors = _unit_vectors(len(queries), snap.manifest.embedding.dimensions, seed=n)
+    by_text = dict(zip(queries, vectors, strict=True))
+
+    first = _timed(lambda: search(snap, queries[0], vectors[0], None, params))[0]
+
+    pairs = list(zip(queries, vectors, strict=True))
+
+    def hybrid(pair: tuple[str, npt.NDArray[np.float32]]) -> object:
+        return search(snap, pair[0], pair[1], None, params)
+
+    def keyword_list(pair: tuple[str, npt.NDArray[np.float32]]) -> object:
+        return search(snap, pair[0], pair[1], None, params, "keyword")
+
+    matrix = np.concatenate([snap.doc_vectors(d) for d in range(len(snap.documents))])
+    halves = matrix.astype(np.float16)
+
+    def shipped(v: npt.NDArray[np.float32]) -> object:
+        return snap.vector_search(v, 60)
+
+    def usearch_exact(v: npt.NDArray[np.float32]) -> object:
+        return brute_force(halves, v.astype(np.float16), 60, "cos", exact=True)
+
+    def numpy_exact(v: npt.NDArray[np.float32]) -> object:
+        return np.argpartition(-(matrix @ v), 60)[:60]
+
+    ranking, keyword = _each(hybrid, pairs), _each(keyword_list, pairs)
+    vector_list = _each(shipped, list(vectors))
+    exact = _each(usearch_exact, list(vectors))
+    numpy_bf = _each(numpy_exact, list(vectors))
+
+    ctx = ToolContext(snapshot=snap, embedder=_Precomputed(snap.manifest.embedding, by_text),
+                      counter=TokenCounter())  # fmt: skip
+
+    async def tool_samples() -> list[float]:
+        out = []
+        for _ in range(3):
+            for q in queries:
+                t0 = time.perf_counter()
+                outcome = await run_tool(ctx, "search_blocks", {"query": q})
+                out.append(time.perf_counter() - t0)
+                assert outcome.ok, outcome.json
+        return out
+
+    tool = anyio.run(tool_samples)
+    report.figure(f"ranking_p50_ms_{n}", _p50(ranking))
+    report.figure(f"tool_p50_ms_{n}", _p50(tool))
+    return [
+        n,
+        kind,
+        _ms(first),
+        _p50(ranking),
+        _p99(ranking),
+        _p50(keyword),
+        _p50(vector_list),
+        _p50(exact),
+        _p50(numpy_bf),
+        _p50(tool),
+        _p99(tool),
+    ]
+
+
+# -- BM25 against its peers --------------------------------------------------------------------
+
+
+def bm25_peers(report: Report, quick: bool) -> None:
+    import bm25s
+
+    report.title = "BM25 top-10: Citewise (roaring postings) against bm25s and tantivy"
+    n = 10_000 if quick else 100_000
+    queries = [query_tokens(q) for q in _queries()]
+    with tempfile.TemporaryDirectory(prefix="citewise-bench-") as tmp:
+        directory = Path(tmp) / "s"
+        build_synthetic(directory, n)
+        with Snapshot.open(directory) as snap:
+            params = snap.manifest.retrieval
+            assert params is not None
+            corpus = _block_tokens(snap)
+            t0 = time.perf_counter()
+            retriever = bm25s.BM25(k1=params.bm25_k1, b=params.bm25_b, method="lucene")
+            retriever.index(corpus, show_progress=False)
+            report.figure("bm25s_index_s", round(time.perf_counter() - t0, 2))
+
+            for q in queries:  # warm the term dictionary pages
+                snap.bm25_scores(q)
+
+            def citewise(q: list[str]) -> object:
+                return _top10(snap.bm25_scores(q))
+
+            def reference(q: list[str]) -> object:
+                return retriever.retrieve([q], k=10, show_progress=False, n_threads=1)
+
+            ours, theirs = _each(citewise, queries), _each(reference, queries)
+            agree = _agreement(snap, retriever, queries)
+            rows: list[list[Any]] = [
+                ["citewise", _p50(ours), _p99(ours), "—"],
+                ["bm25s", _p50(theirs), _p99(theirs), agree],
+            ]
+            tantivy_row = _tantivy(corpus, queries)
+            if tantivy_row is not None:
+                rows.append(tantivy_row)
+    report.table(
+        f"BM25 top-10 at {n} blocks (ms per query)",
+        ["engine", "p50", "p99", "top-10 equal to citewise's"],
+        rows,
+    )
+    fastest = min(r[1] for r in rows[1:])
+    report.figure("citewise_p50_ms", rows[0][1])
+    report.figure("fastest_peer_p50_ms", fastest)
+    report.target("citewise p50 / fastest peer p50", rows[0][1] / fastest, 2.0)
+    report.notes.append(
+        "Same tokens for every engine: the index's own document_tokens of 'section title\\n"
+        "text' per block, and query_tokens per query (tantivy gets them joined by spaces with "
+        "its whitespace tokenizer and a boolean OR of term queries). tantivy quantises field "
+        "lengths to one byte, so its scores differ slightly; bm25s (method lucene) is the "
+        "reference the index is tested against."
+    )
+
+
+def _block_tokens(snap: Snapshot) -> list[list[str]]:
+    out = []
+    for ordinal in range(snap.n_blocks):
+        block = snap.block(ordinal)
+        title = snap.documents[block.doc].sections[block.section].title
+        out.append(document_tokens(f"{title}\n{block.text}"))
+    return out
+
+
+def _top10(found: tuple[npt.NDArray[np.uint32], npt.NDArray[np.float64]]) -> list[int]:
+    from index.bm25 import top_k
+
+    return [o for o, _ in top_k(found[0], found[1], 10)]
+
+
+def _agreement(snap: Snapshot, retriever: Any, queries: list[list[str]]) -> str:
+    """Share of queries whose top-10 scores equal bm25s's (relative 1e-5; bm25s is float32).
+
+    Scores, not block ids: replicated text makes many exact ties, which each engine breaks
+    its own way (Citewise by ordinal).
+    """
+    same = 0
+    for q in queries:
+        ours = [s for _, s in snap.bm25_search(" ".join(q), 10)]
+        _, scores = retriever.retrieve([q], k=10, show_progress=False)
+        theirs = [float(x) for x in scores[0] if x > 0][: len(ours)]
+        same += len(theirs) == len(ours) and bool(np.allclose(ours, theirs, rtol=1e-5))
+    return f"{same / len(queries):.3f} (scores)"
+
+
+def _tantivy(corpus: list[list[str]], queries: list[list[str]]) -> list[Any] | None:
+    try:
+        import tantivy
+    except ImportError:
+        return None
+    builder = tantivy.SchemaBuilder()
+    builder.add_text_field("body", stored=False, tokenizer_name="whitespace")
+    schema = builder.build()
+    index = tantivy.Index(schema)
+    writer = index.writer(heap_size=200_000_000, num_threads=1)
+    for tokens in corpus:
+        writer.add_document(tantivy.Document(body=" ".join(tokens)))
+    writer.commit()
+    writer.wait_merging_threads()
+    index.reload()
+    searcher = index.searcher()
+
+    def query(tokens: list[str]) -> Any:
+        should = tantivy.Occur.Should
+        return tantivy.Query.boolean_query(
+            [(should, tantivy.Query.term_query(schema, "body", t)) for t in tokens]
+        )
+
+    prepared = [query(q) for q in queries]
+
+    def run(q: Any) -> object:
+        return searcher.search(q, 10)
+
+    samples = _each(run, prepared)
+    return ["tantivy", _p50(samples), _p99(samples), "(scores quantised)"]
+
+
+# -- exact scan ----------------------------------------------------------------------------------
+
+
+def scan_throughput(report: Report, quick: bool) -> None:
+    report.title = "scan_term throughput: exact scan against a plain str loop"
+    n = 10_000 if quick else 100_000
+    terms = {
+        "frequent": "the",
+        "frequent (zh)": "软件包",
+        "rare": "setmaxlisteners",
+        "absent": "zyzzyva",
+    }
+    with tempfile.TemporaryDirectory(prefix="citewise-bench-") as tmp:
+        directory = Path(tmp) / "s"
+        build_synthetic(directory, n)
+        with Snapshot.open(directory) as snap:
+            texts = [fold(snap.block(o).text) for o in range(snap.n_blocks)]
+            folded_bytes = sum(len(t.encode("utf-8")) for t in texts)
+            rows: list[list[Any]] = []
+            for label, term in terms.items():
+                needle = fold(term)
+
+                def plain(needle: str = needle) -> list[tuple[int, int]]:
+                    hits = []
+                    for i, t in enumerate(texts):
+                        if t.find(needle) >= 0:
+                            hits.append((i, t.count(needle)))
+                    return hits
+
+                assert snap.scan(term) == plain(), term
+                ours = _each(snap.scan, [term], rounds=5)
+                peer = _timed(plain, repeat=5)
+                hits = len(snap.scan(term))
+                gbps = folded_bytes / statistics.median(ours) / 1e9
+                rows.append(
+                    [
+                        label,
+                        term,
+                        hits,
+                        _p50(ours),
+                        round(gbps, 2),
+                        _p50(peer),
+                        round(folded_bytes / statistics.median(peer) / 1e9, 2),
+                        round(statistics.median(peer) / statistics.median(ours), 2),
+                    ]
+                )
+                report.target(
+                    f"scan '{term}' speed / str loop",
+                    statistics.median(peer) / statistics.median(ours),
+                    1.0,
+                    at_most=False,
+                )
+            rare_gbps = rows[2][4]
+    report.figure("folded_megabytes", round(folded_bytes / 1e6, 1))
+    report.table(
+        f"Scan over {n} blocks",
+        [
+            "term",
+            "string",
+            "blocks hit",
+            "citewise ms",
+            "citewise GB/s",
+            "str loop ms",
+            "str loop GB/s",
+            "speed-up",
+        ],
+        rows,
+    )
+    report.target("rare-term scan throughput (GB/s of folded text)", rare_gbps, 1.0, at_most=False)
+    report.notes.append(
+        "Throughput = bytes of folded text in scope / wall time. The scan is one bytes.find "
+        "pass over the memory-mapped folded text with one count per hit block; there is no "
+        "bigram prefilter in this index, so the rare-term row stands for the case where one "
+        "would apply. Both sides return identical hits (asserted)."
+    )
+
+
+# -- list_blocks and token estimates ------------------------------------------------------------
+
+
+def _big_document(n_blocks: int) -> DocumentRecord:
+    paras = corpus_paragraphs()
+    sections = 20
+    per = n_blocks // sections
+    blocks = tuple(
+        BlockRecord(
+            block_index=i,
+            block_id=f"b{i:05d}",
+            section=i // per,
+            text=f"{paras[i % len(paras)]} m{i}",
+            tokens=100,
+        )
+        for i in range(n_blocks)
+    )
+    records = tuple(
+        SectionRecord(
+            path=f"Chapter {s + 1}",
+            title=f"Chapter {s + 1}",
+            ordinal=s,
+            depth=1,
+            parent=-1,
+            direct_blocks=per,
+            subtree_blocks=per,
+            direct_tokens=100 * per,
+            subtree_tokens=100 * per,
+            first_sentence="",
+        )
+        for s in range(sections)
+    )
+    h = hashlib.sha256(b"big").hexdigest()
+    return DocumentRecord(doc_id="dbig", content_hash=h, source="big.md", source_label="big.md",
+                          title="Big", sections=records, blocks=blocks)  # fmt: skip
+
+
+def list_blocks_cost(report: Report, quick: bool) -> None:
+    from index.records import SnapshotManifest
+
+    report.title = "list_blocks of a 1,000-block document, and the cost of token estimates"
+    counter = TokenCounter()
+    with tempfile.TemporaryDirectory(prefix="citewise-bench-") as tmp:
+        directory = Path(tmp) / "s"
+        manifest = SnapshotManifest(snapshot_id="big", parent_id=None, collection="bench",
+                                    status="ready", created_at="2026-01-01T00:00:00Z")  # fmt: skip
+        doc = _big_document(1_000)
+        build_snapshot(directory, manifest, [doc], [np.zeros((1_000, 0), np.float32)],
+                       k1=1.2, b=0.75, exact_search_max_blocks=50_000)  # fmt: skip
+        with Snapshot.open(directory) as snap:
+            ctx = ToolContext(
+                snapshot=snap,
+                embedder=_Precomputed(
+                    EmbeddingSpec(provider="none", model="none", dimensions=1), {}
+                ),
+                counter=counter,
+            )
+            args = ListBlocksArgs(doc_id="dbig")
+            repeat = 3 if quick else 10
+            build = _each(functools.partial(list_blocks, snap), [args], repeat)
+            result = list_blocks(snap, args)
+            assert isinstance(result, BlocksResult)
+            encode = _each(functools.partial(finish, counter=counter), [result], repeat)
+
+            async def whole() -> list[float]:
+                out = []
+                for _ in range(repeat):
+                    t0 = time.perf_counter()
+                    await run_tool(ctx, "list_blocks", {"doc_id": "dbig"})
+                    out.append(time.perf_counter() - t0)
+                return out
+
+            total = anyio.run(whole)
+            payload, tokens = finish(result, counter)
+            rows: list[list[Any]] = [
+                [
+                    "list_blocks 1,000 blocks",
+                    len(payload),
+                    tokens,
+                    _p50(build),
+                    _p50(encode),
+                    _p50(total),
+                ]
+            ]
+            # Token-estimate cost on smaller results: a 5-block search result, a 50-block section.
+            for label, count in (
+                ("5 blocks (search_blocks size)", 5),
+                ("50 blocks (a section)", 50),
+            ):
+                part = BlocksResult(
+                    blocks=result.blocks[:count],
+                    total=count,
+                    token_estimate=0,
+                    contract_version=result.contract_version,
+                )
+                data, n_tokens = finish(part, counter)
+                rows.append(
+                    [
+                        label,
+                        len(data),
+                        n_tokens,
+                        "—",
+                        _p50(_each(functools.partial(finish, counter=counter), [part], 20)),
+                        "—",
+                    ]
+                )
+    report.table(
+        "Cost by result size",
+        [
+            "result",
+            "JSON bytes",
+            "tokens",
+            "payload ms",
+            "JSON + token count ms",
+            "run_tool total ms",
+        ],
+        rows,
+    )
+    report.figure("list_blocks_1000_total_ms", rows[0][5])
+    report.figure("token_count_ms_per_kilobyte", round(rows[0][4] / (rows[0][1] / 1000), 4))
+    report.target("list_blocks of 1,000 blocks, whole call (ms)", rows[0][5], 1000.0)
+    report.notes.append(
+        "JSON + token count = engine.tools.executor.finish: encode the result, count its "
+        "DeepSeek tokens once (token_estimate is the count of that exact JSON). The harness "
+        "needs the count for admission, so it is paid on every result."
+    )

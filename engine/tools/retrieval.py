@@ -1,0 +1,373 @@
+"""Hybrid block search for search_blocks: a keyword list and a vector list fused by reciprocal
+rank fusion (RRF), deterministic for the same snapshot, query, vector and parameters.
+
+Pure computation over an open snapshot, run in a worker thread: it never embeds (the caller
+passes the query vector), never falls back to one list when the other is unavailable, and never
+lets a score reach the model — scores and ranks go to the trace only.
+
+Levers, each chosen for a general reason and measured on the dev gold set as a whole (see
+tests/engine/tools/test_retrieval_quality.py), never tuned per question:
+- the heading path is a second BM25 field: a block belongs to its section and to every
+  ancestor section, so "the Threads part of the Library FAQ" reaches the blocks under it;
+- English function words are dropped from the keyword query: in a mixed Chinese/English
+  collection half the blocks lack them, so their IDF stays high and they reward long blocks;
+- navigational blocks (tables of contents, back-of-book indexes, lists of tables, web menus,
+  headings without a body) are down-weighted in both lists: they are dense with the very terms
+  a question uses but never hold the answer;
+- blocks with the same text (one book imported in two formats) are collapsed: a second copy
+  tells the model nothing new and would take one of only top_k places;
+- each list's first block keeps a place in the result: RRF rewards blocks that both lists
+  rank moderately over a block one list is sure of, which loses precise keyword hits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+import weakref
+from collections import Counter
+from collections.abc import Sequence
+from typing import Literal
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from index.bm25 import idf, top_k
+from index.records import RetrievalParams
+from index.snapshot import Snapshot
+from index.textnorm import fold, query_tokens, tokenize
+
+# Bump whenever the ranking changes: recorded in every search trace.
+RETRIEVAL_VERSION = "citewise-hybrid-1"
+
+Mode = Literal["hybrid", "keyword", "vector"]
+
+# Each list contributes its first LIST_DEPTH_PER_RESULT * top_k blocks (at least
+# MIN_LIST_DEPTH) to the fusion; deeper ranks are topical neighbours, not answers.
+LIST_DEPTH_PER_RESULT = 4
+MIN_LIST_DEPTH = 20
+# Candidates read per list before down-weighting, so demoted blocks make room for others.
+POOL_PER_DEPTH = 3
+PATH_WEIGHT = 1.0  # the heading path counts as much as the body (a BM25F-style field sum)
+NAVIGATION_WEIGHT = 0.2  # a navigational block's score is multiplied by this, not removed
+
+# English function words: question scaffolding that carries no topic. Only dropped when the
+# query keeps at least one other token.
+_STOP_WORDS = """
+    a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers herself him himself his how i if in into is it
+    its itself just me more most my myself no nor not of off on once only or other our ours out
+    over own same she should so some such than that the their theirs them themselves then there
+    these they this those through to too under until up very was we were what when where which
+    while who whom why will with would you your yours yourself"""
+STOP_WORDS = frozenset(_STOP_WORDS.split())
+
+
+class RankedBlock(msgspec.Struct, frozen=True, kw_only=True):
+    """One returned block and why: its place in each list and the fused score (trace only)."""
+
+    ordinal: int
+    citation: str
+    fused: float
+    keyword_rank: int | None  # 1-based, after down-weighting and collapsing duplicates
+    keyword_score: float | None  # BM25 body + heading path, before down-weighting
+    vector_rank: int | None
+    similarity: float | None  # cosine similarity of the query and block vectors
+    navigational: bool
+    kept_as_list_head: bool  # placed by the "each list's first block" rule
+
+
+class SearchTrace(msgspec.Struct, frozen=True, kw_only=True):
+    retrieval_version: str
+    mode: Mode
+    query_tokens: tuple[str, ...]  # the keyword query after dropping function words
+    dropped_tokens: tuple[str, ...]
+    keyword_candidates: int  # blocks holding at least one query token (body or heading path)
+    vector_candidates: int  # blocks read from the vector index at or above min_similarity
+    list_depth: int
+    rrf_k: int
+    min_similarity: float
+    top_k: int
+    ranking: tuple[RankedBlock, ...]
+
+
+class SearchOutcome(msgspec.Struct, frozen=True, kw_only=True):
+    ordinals: tuple[int, ...]  # the result, best first
+    trace: SearchTrace
+
+
+def keyword_query(query: str) -> tuple[list[str], list[str]]:
+    """(tokens to search, function words dropped); all tokens when nothing else is left."""
+    tokens = query_tokens(query)
+    kept = [t for t in tokens if t not in STOP_WORDS]
+    if not kept:
+        return tokens, []
+    return kept, [t for t in tokens if t in STOP_WORDS]
+
+
+def search(
+    snapshot: Snapshot,
+    query: str,
+    query_vector: npt.NDArray[np.floating] | None,
+    docs: Sequence[int] | None,
+    params: RetrievalParams,
+    mode: Mode = "hybrid",
+) -> SearchOutcome:
+    """The best `params.top_k` blocks for `query` within `docs` (None = all), best first.
+
+    `query_vector` is the query embedded with the snapshot's own embedding model; it is
+    required unless mode is "keyword" ("keyword" and "vector" exist to measure each list).
+    """
+    if mode != "keyword" and query_vector is None:
+        raise ValueError("a query vector is required for hybrid and vector search")
+    aux = _aux(snapshot)
+    depth = max(MIN_LIST_DEPTH, LIST_DEPTH_PER_RESULT * params.top_k)
+    pool = POOL_PER_DEPTH * depth
+    tokens, dropped = keyword_query(query)
+
+    keyword: list[tuple[int, float]] = []
+    n_keyword = 0
+    if mode != "vector":
+        ordinals, scores = aux.keyword_scores(snapshot, tokens, docs, params)
+        n_keyword = len(ordinals)
+        keyword = top_k(ordinals, scores, pool)
+    vector: list[tuple[int, float]] = []
+    if mode != "keyword":
+        assert query_vector is not None
+        found = snapshot.vector_search(query_vector, pool, docs)
+        vector = [(o, s) for o, s in found if s >= params.min_similarity]
+
+    keyword_list = aux.head(snapshot, keyword, depth)
+    vector_list = aux.head(snapshot, vector, depth)
+    # Copies of one text (a book imported in two formats) are one candidate: their ranks in
+    # the two lists add up, and the copy first in document order stands for them.
+    fused: dict[bytes, float] = {}
+    representative: dict[bytes, int] = {}
+    for ranked in (keyword_list, vector_list):
+        for rank, ordinal in enumerate(ranked, start=1):
+            key = aux.text_key(snapshot, ordinal)
+            fused[key] = fused.get(key, 0.0) + 1.0 / (params.rrf_k + rank)
+            representative[key] = min(ordinal, representative.get(key, ordinal))
+    order = sorted(fused, key=lambda key: (-fused[key], representative[key]))
+    chosen = order[: params.top_k]
+    kept_as_head: set[bytes] = set()
+    heads = [aux.text_key(snapshot, ranked[0]) for ranked in (keyword_list, vector_list) if ranked]
+    for head in heads:
+        if head in chosen or not chosen:
+            continue
+        for i in range(len(chosen) - 1, -1, -1):
+            if chosen[i] not in heads:
+                chosen[i] = head
+                kept_as_head.add(head)
+                break
+    chosen.sort(key=lambda key: (-fused[key], representative[key]))
+    result = [representative[key] for key in chosen]
+
+    keyword_rank = {aux.text_key(snapshot, o): r for r, o in enumerate(keyword_list, start=1)}
+    vector_rank = {aux.text_key(snapshot, o): r for r, o in enumerate(vector_list, start=1)}
+    keyword_score = {aux.text_key(snapshot, o): s for o, s in keyword}
+    similarity = {aux.text_key(snapshot, o): s for o, s in vector}
+    ranking = tuple(
+        RankedBlock(
+            ordinal=representative[key],
+            citation=snapshot.block(representative[key]).citation,
+            fused=fused[key],
+            keyword_rank=keyword_rank.get(key),
+            keyword_score=keyword_score.get(key),
+            vector_rank=vector_rank.get(key),
+            similarity=similarity.get(key),
+            navigational=aux.navigational(snapshot, representative[key]),
+            kept_as_list_head=key in kept_as_head,
+        )
+        for key in chosen
+    )
+    trace = SearchTrace(
+        retrieval_version=RETRIEVAL_VERSION,
+        mode=mode,
+        query_tokens=tuple(tokens),
+        dropped_tokens=tuple(dropped),
+        keyword_candidates=n_keyword,
+        vector_candidates=len(vector),
+        list_depth=depth,
+        rrf_k=params.rrf_k,
+        min_similarity=params.min_similarity,
+        top_k=params.top_k,
+        ranking=ranking,
+    )
+    return SearchOutcome(ordinals=tuple(result), trace=trace)
+
+
+# -- navigational blocks ---------------------------------------------------------------------
+
+_LEADER = re.compile(r"(?:\.\s?){4,}\s*(?:\d+|[ivxlc]+)\b", re.IGNORECASE)  # "Intro . . . 12"
+_PAGE_REF = re.compile(r"[,，]\s*\d{1,4}(?:\s*[–-]\s*\d{1,4})?(?=[\s,，]|$)")  # "\\index, 81, 82"
+# "2.5.1. Title": a multi-level number, which numbered steps ("1. Run …") do not have.
+_OUTLINE_ENTRY = re.compile(r"^[A-Z]?\d+\.\d+(?:\.\d+)*\.?\s+\S")
+_SENTENCE_END = re.compile(r"[.!?。！？:：;；]$")
+_MENU_ITEM = re.compile(r"^[^|+].{0,40}\s[|»›]$")  # "next |", "Python »" (not table rows)
+_SECTION_NUMBER = re.compile(r"^(?:第\s*\S{1,4}\s*章|附录\s*[A-Z]?\.?|[A-Z]?\d+(?:\.\d+)*\.?)\s*")
+_WORD_CHAR = re.compile(r"\w")
+
+
+def heading_key(line: str) -> str:
+    """A heading or contents line without its number, folded, whitespace collapsed."""
+    return _SECTION_NUMBER.sub("", " ".join(fold(line).split()))
+
+
+def is_navigational(text: str, section_title: str, headings: frozenset[str]) -> bool:
+    """Whether a block only points elsewhere: a table of contents or index (page references
+    or outline numbers on most lines), a list of the document's own headings, a web menu, or
+    a heading with (almost) no body. `headings` are the document's `heading_key`s.
+
+    Measured on the shared corpus: 267 of 3,091 blocks, every one a contents page, index, list
+    of tables, menu or bare heading; numbered steps and ASCII tables are not caught.
+    """
+    body = text[len(section_title) :] if text.startswith(section_title) else text
+    if len(_WORD_CHAR.findall(body)) < 8:
+        return True
+    references = len(_LEADER.findall(text)) + len(_PAGE_REF.findall(text))
+    if references >= 3 and references * 40 >= len(text):  # a reference every 40 characters
+        return True
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(lines) >= 3:
+        if sum(1 for line in lines if heading_key(line) in headings) >= 0.6 * len(lines):
+            return True
+        if sum(1 for line in lines if _MENU_ITEM.search(line)) >= 0.3 * len(lines):
+            return True
+    if len(lines) >= 4:
+        entries = sum(
+            1 for line in lines if _OUTLINE_ENTRY.match(line) and not _SENTENCE_END.search(line)
+        )
+        if entries >= 0.7 * len(lines):
+            return True
+    return False
+
+
+# -- per-snapshot data -------------------------------------------------------------------------
+
+
+class _Aux:
+    """What search derives from a snapshot once: the heading-path field index, and per-block
+    facts computed on first use (navigational or not). Safe for concurrent searches: lazily
+    filled entries are idempotent."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        postings: dict[str, list[tuple[int, int]]] = {}
+        lengths: list[int] = []
+        first_section: list[int] = []  # global index of each document's first section
+        for info in snapshot.documents:
+            first_section.append(len(lengths))
+            for section in info.sections:
+                tokens = Counter(tokenize(section.path))
+                for token, tf in tokens.items():
+                    postings.setdefault(token, []).append((len(lengths), tf))
+                lengths.append(sum(tokens.values()))
+        self.n_blocks = snapshot.n_blocks
+        # The global section index of every block, from the block store itself.
+        offsets = np.zeros(self.n_blocks, dtype=np.int64)
+        for info, first in zip(snapshot.documents, first_section, strict=True):
+            offsets[info.block_range] = first
+        self.block_section = snapshot.block_sections() + offsets
+        self.section_lengths = np.asarray(lengths, dtype=np.float64)
+        self.average_length = float(self.section_lengths.mean()) if lengths else 0.0
+        self.average_length = self.average_length or 1.0
+        self.postings = {
+            token: (
+                np.asarray([i for i, _ in entries], dtype=np.int64),
+                np.asarray([tf for _, tf in entries], dtype=np.float64),
+            )
+            for token, entries in postings.items()
+        }
+        self._navigational = np.zeros(self.n_blocks, dtype=np.int8)  # 0 unknown, 1 no, 2 yes
+        self._headings: dict[int, frozenset[str]] = {}
+        self._keys: dict[int, bytes] = {}
+
+    def keyword_scores(
+        self,
+        snapshot: Snapshot,
+        tokens: Sequence[str],
+        docs: Sequence[int] | None,
+        params: RetrievalParams,
+    ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float64]]:
+        """(ascending ordinals, BM25 of the body + PATH_WEIGHT * BM25 of the heading path) of
+        every block in scope holding a query token in either field."""
+        if not tokens or self.n_blocks == 0:
+            return np.zeros(0, dtype=np.uint32), np.zeros(0, dtype=np.float64)
+        k1, b = params.bm25_k1, params.bm25_b
+        n_sections = len(self.section_lengths)
+        section_scores = np.zeros(n_sections, dtype=np.float64)
+        for token in tokens:
+            entry = self.postings.get(token)
+            if entry is None:
+                continue
+            sections, tf = entry
+            norm = k1 * (1.0 - b + b * self.section_lengths[sections] / self.average_length)
+            section_scores[sections] += idf(len(sections), n_sections) * tf / (tf + norm)
+        dense = PATH_WEIGHT * section_scores[self.block_section]
+        body_ordinals, body_scores = snapshot.bm25_scores(tokens, docs)
+        dense[body_ordinals] += body_scores
+        if docs is not None:
+            in_scope = np.zeros(self.n_blocks, dtype=np.bool_)
+            for doc in docs:
+                in_scope[snapshot.documents[doc].block_range] = True
+            dense[~in_scope] = 0.0
+        ordinals = np.flatnonzero(dense > 0.0).astype(np.uint32)
+        return ordinals, dense[ordinals]
+
+    def head(self, snapshot: Snapshot, scored: list[tuple[int, float]], depth: int) -> list[int]:
+        """The first `depth` distinct blocks of a list after down-weighting navigational ones."""
+        weighted = [
+            (o, s * NAVIGATION_WEIGHT if self.navigational(snapshot, o) else s) for o, s in scored
+        ]
+        weighted.sort(key=lambda entry: (-entry[1], entry[0]))
+        return self.distinct(snapshot, [o for o, _ in weighted])[:depth]
+
+    def distinct(self, snapshot: Snapshot, ordinals: list[int]) -> list[int]:
+        """`ordinals` without blocks whose text repeats an earlier one's."""
+        seen: set[bytes] = set()
+        out: list[int] = []
+        for ordinal in ordinals:
+            key = self.text_key(snapshot, ordinal)
+            if key not in seen:
+                seen.add(key)
+                out.append(ordinal)
+        return out
+
+    def text_key(self, snapshot: Snapshot, ordinal: int) -> bytes:
+        """Identity of a block's text up to case, Unicode form and whitespace."""
+        key = self._keys.get(ordinal)
+        if key is None:
+            folded = "".join(fold(snapshot.block(ordinal).text).split())
+            key = hashlib.blake2b(folded.encode("utf-8"), digest_size=16).digest()
+            self._keys[ordinal] = key
+        return key
+
+    def navigational(self, snapshot: Snapshot, ordinal: int) -> bool:
+        known = int(self._navigational[ordinal])
+        if known:
+            return known == 2
+        block = snapshot.block(ordinal)
+        headings = self._headings.get(block.doc)
+        info = snapshot.documents[block.doc]
+        if headings is None:
+            headings = frozenset(heading_key(s.title) for s in info.sections) - {""}
+            self._headings[block.doc] = headings
+        answer = is_navigational(block.text, info.sections[block.section].title, headings)
+        self._navigational[ordinal] = 2 if answer else 1
+        return answer
+
+
+_lock = threading.Lock()
+_cache: weakref.WeakKeyDictionary[Snapshot, _Aux] = weakref.WeakKeyDictionary()
+
+
+def _aux(snapshot: Snapshot) -> _Aux:
+    with _lock:
+        aux = _cache.get(snapshot)
+        if aux is None:
+            aux = _Aux(snapshot)
+            _cache[snapshot] = aux
+        return aux
