@@ -22,6 +22,7 @@ from actors.conversations import (
     now_utc,
 )
 from actors.harness import open_request
+from engine.bundles import active_bundle
 from engine.chat import ChatClient, ChatError
 from engine.harness import (
     Budgets,
@@ -34,7 +35,7 @@ from engine.harness import (
     RequestFinished,
     ToolResult,
 )
-from engine.prompt_bundle import PromptBundle, load_baseline
+from engine.prompt_bundle import BundleError, PromptBundle
 from engine.secrets import ENV_NAMES, get_key
 from engine.tools import TOOL_CONTRACT_VERSION, ToolContext, render_tools, run_tool
 from engine.trace.manifest import manifest_extra as trace_manifest_extra
@@ -72,6 +73,14 @@ def chat_client(app: App) -> ChatClient:
         raise AppError(exc.message) from None
 
 
+def _active_bundle(app: App) -> PromptBundle:
+    """The promoted baseline, else the shipped one; a tampered promoted bundle is refused."""
+    try:
+        return active_bundle(app.data)
+    except BundleError as exc:
+        raise AppError(str(exc)) from None
+
+
 def _limits(app: App, override: Limits | None) -> Limits:
     return override if override is not None else Limits(budgets=Budgets.from_config(app.config))
 
@@ -96,7 +105,7 @@ def deps_for(
         tool_descriptions=render_tools(top_k=ctx.params.top_k),
         counter=app.counter(),
         snapshot=snapshot,
-        bundle=bundle or load_baseline(),
+        bundle=bundle if bundle is not None else _active_bundle(app),
         price=app.config.chat.price,
         limits=_limits(app, limits),
         manifest_extra=trace_manifest_extra(

@@ -29,6 +29,7 @@ from rich.table import Table
 from actors.app import App, AppError
 from actors.catalog import CatalogError
 from actors.cli_ask import add_parsers as add_ask_parsers
+from actors.cli_eval import add_parsers as add_eval_parsers
 from actors.cli_trace import add_parsers as add_trace_parsers
 from actors.ingest import ImportProgress, ImportResult
 from engine.config import ConfigError
@@ -329,6 +330,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_ask_parsers(sub, common)
     add_trace_parsers(sub, common)
+    add_eval_parsers(sub, common)
 
     p = sub.add_parser("bench", parents=[common], help="run benchmarks and write reports")
     p.add_argument("names", nargs="*", help="benchmarks to run (default: all)")

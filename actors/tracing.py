@@ -26,12 +26,14 @@ from actors.conversations import ConversationStore
 from actors.harness import open_request
 from actors.ingest import ImportProgress, ImportResult
 from actors.trace_writer import TraceWriter, open_trace_writer
+from engine.bundles import BundleRegistry, active_bundle
 from engine.chat import ChatClient
 from engine.config import Config, dump_config
 from engine.harness import Budgets, EarlierTurn, Event, Limits, Request, run_manifest
 from engine.harness.machine import app_version
 from engine.paths import InvalidCollectionName
-from engine.prompt_bundle import load_baseline
+from engine.prompt_bundle import BundleError as PromptBundleError
+from engine.prompt_bundle import PromptBundle
 from engine.secrets import ENV_NAMES, get_key
 from engine.tools import ToolContext, ToolOutcome, run_tool
 from engine.trace import (
@@ -342,8 +344,8 @@ async def rerun(
             "request cannot run again on the same knowledge base"
         )
     notes: list[str] = []
-    bundle = load_baseline()
     recorded_bundle = manifest.get("prompt_bundle") or {}
+    bundle = _bundle_for_rerun(app, recorded_bundle)
     if recorded_bundle.get("hash") and recorded_bundle.get("hash") != bundle.hash:
         notes.append(
             f"prompt bundle: recorded {recorded_bundle.get('id')}@"
@@ -440,3 +442,21 @@ async def bundle(app: App, trace_id: str, dest: Path | None = None) -> BundleRep
                 raise AppError(f"the diagnostic bundle could not be written: {exc}") from None
 
     return await anyio.to_thread.run_sync(make)
+
+
+def _bundle_for_rerun(app: App, recorded: dict[str, Any]) -> PromptBundle:
+    """The bundle the request recorded, when it still exists unchanged; else the active one
+    (the re-run report then says which bundle ran instead)."""
+    ident, version = recorded.get("id"), recorded.get("version")
+    if ident and version:
+        try:
+            bundle = BundleRegistry.of(app.data).get(f"{ident}@{version}")
+        except PromptBundleError:
+            pass
+        else:
+            if bundle.hash == recorded.get("hash"):
+                return bundle
+    try:
+        return active_bundle(app.data)
+    except PromptBundleError as exc:
+        raise AppError(str(exc)) from None

@@ -136,6 +136,10 @@ def run_benchmarks(names: list[str], *, quick: bool = False, out_dir: Path | Non
     if unknown:
         console.print(f"unknown benchmark(s) {', '.join(unknown)}; known: {', '.join(BENCHMARKS)}")
         return 2
+    # Benchmarks run from a source checkout: they read ../shared/corpus and reuse the scripted
+    # loopback servers of tests/servers as zero-latency peers.
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
     out_dir = out_dir or Path(os.environ.get("CITEWISE_BENCH_OUT", REPO / "bench" / "reports"))
     out_dir.mkdir(parents=True, exist_ok=True)
     info = machine()
