@@ -75,6 +75,7 @@ BENCHMARKS: dict[str, str] = {
     "list_blocks_cost": "bench.bench_retrieval:list_blocks_cost",
     "trace_throughput": "bench.bench_trace:spans_per_second",
     "trace_overhead": "bench.bench_trace:tracing_overhead",
+    "trace_answer_latency": "bench.bench_trace:answer_latency",
 }
 
 
