@@ -30,6 +30,7 @@ from actors.app import App, AppError
 from actors.catalog import CatalogError
 from actors.cli_ask import add_parsers as add_ask_parsers
 from actors.cli_eval import add_parsers as add_eval_parsers
+from actors.cli_serve import add_parsers as add_serve_parsers
 from actors.cli_trace import add_parsers as add_trace_parsers
 from actors.ingest import ImportProgress, ImportResult
 from engine.config import ConfigError
@@ -331,6 +332,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_ask_parsers(sub, common)
     add_trace_parsers(sub, common)
     add_eval_parsers(sub, common)
+    add_serve_parsers(sub, common)
 
     p = sub.add_parser("bench", parents=[common], help="run benchmarks and write reports")
     p.add_argument("names", nargs="*", help="benchmarks to run (default: all)")
@@ -350,6 +352,9 @@ async def _run(func: Command, args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if getattr(args, "sync_func", None):  # `serve`: NiceGUI owns its own asyncio loop
+        code: int = args.sync_func(args)
+        return code
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE

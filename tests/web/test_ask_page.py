@@ -1,0 +1,197 @@
+"""The ask page with NiceGUI's simulated user against the scripted loopback chat server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from nicegui.testing import User
+
+from tests.servers.chat_server import ChatServer, Delay, Text
+from tests.web.conftest import service_for
+from web.pages import register
+
+pytestmark = pytest.mark.anyio
+
+
+def search(query: str = "listener order") -> Text:
+    return Text(f'Thought: search.\nAction: search_blocks[{{"query": "{query}"}}]')
+
+
+def cite(body: dict[str, Any]) -> Text:
+    """Finish citing the first block the search returned, plus one never returned."""
+    observation = json.loads(body["messages"][-1]["content"].splitlines()[-2])
+    citation = observation["payload"]["blocks"][0]["citation"]
+    answer = (
+        f"Listeners run **synchronously**, one after another.【来源:{citation}】 "
+        "Made up.【来源:dnope#b1】"
+    )
+    return Text(f"Thought: enough.\nAction: Finish[{answer}]", chunk_chars=3, chunk_delay_s=0.01)
+
+
+async def eventually(check: Callable[[], bool], timeout_s: float = 15.0) -> None:
+    with anyio.fail_after(timeout_s):
+        while not check():
+            await anyio.sleep(0.02)
+
+
+def found(user: User, marker: str) -> list[Any]:
+    """The elements with this marker in creation order (none is an empty list, not an error)."""
+    try:
+        return sorted(user.find(marker=marker).elements, key=lambda e: e.id)
+    except AssertionError:
+        return []
+
+
+def texts_of(user: User, marker: str) -> list[str]:
+    out = []
+    for element in found(user, marker):
+        text = element.text if hasattr(element, "text") else getattr(element, "content", "")
+        out.append(str(text))
+    return out
+
+
+def ask_enabled(user: User) -> bool:
+    return all(b.enabled for b in found(user, "ask-button"))
+
+
+def answer_html(user: User) -> str:
+    elements = found(user, "answer")
+    return str(elements[-1].content) if elements else ""
+
+
+@pytest.fixture
+def chat_env(monkeypatch: pytest.MonkeyPatch, no_keys: None) -> None:
+    monkeypatch.setenv("CITEWISE_DEEPSEEK_API_KEY", "test-key")
+
+
+async def test_answer_streams_then_shows_chips_that_open_the_source(
+    ui_user: User, home_copy: Path, chat_server: ChatServer, chat_env: None
+) -> None:
+    chat_server.script(search(), cite)
+    service = service_for(home_copy, chat={"base_url": chat_server.url})
+    register(service)
+    await ui_user.open("/")
+    ui_user.find(marker="question-box").type("How do listeners run?")
+    ui_user.find(marker="ask-button").click()
+
+    seen: list[str] = []
+
+    def partial_then_final() -> bool:
+        html = answer_html(ui_user)
+        if html and (not seen or seen[-1] != html):
+            seen.append(html)
+        return bool(found(ui_user, "citation-chip"))
+
+    await eventually(partial_then_final)
+    final = answer_html(ui_user)
+    assert "<strong>synchronously</strong>" in final
+    assert "[1]" in final and "[2?]" in final and "来源" not in final
+    assert any("Listeners" in s and len(s) < len(final) for s in seen[:-1]), "no partial text"
+    chips = texts_of(ui_user, "citation-chip")
+    assert chips == ["[1] Node events · Emitters"]
+    unverified = texts_of(ui_user, "citation-chip-unverified")
+    assert len(unverified) == 1 and "dnope" not in unverified[0]
+    assert chat_server.remaining == 0
+
+    ui_user.find(marker="citation-chip").click()
+    await ui_user.should_see(marker="source-viewer", retries=50)
+    cited = texts_of(ui_user, "cited-block")
+    assert len(cited) == 1
+    await ui_user.should_see("calls every listener synchronously")
+    assert texts_of(ui_user, "source-title") == ["Node events"]
+
+
+async def test_follow_up_continues_the_conversation_and_history_lists_it(
+    ui_user: User, home_copy: Path, chat_server: ChatServer, chat_env: None
+) -> None:
+    chat_server.script(
+        Text("Thought: t\nAction: Finish[First answer.]"),
+        Text("Thought: t\nAction: Finish[Second answer.]"),
+    )
+    service = service_for(home_copy, chat={"base_url": chat_server.url})
+    register(service)
+    await ui_user.open("/")
+    for question, answer in (("What are emitters?", "First"), ("And errors?", "Second")):
+        ui_user.find(marker="question-box").type(question)
+        ui_user.find(marker="ask-button").click()
+        await eventually(lambda a=answer: a in answer_html(ui_user))  # type: ignore[misc]
+        await eventually(lambda: ask_enabled(ui_user))  # the turn is recorded
+    carried = json.dumps(chat_server.requests[-1].body["messages"])
+    assert "What are emitters?" in carried and "First answer." in carried
+    conversations = service.conversations()
+    assert len(conversations) == 1 and conversations[0].turns == 2
+    await ui_user.should_see(marker="history-item")
+
+    ui_user.find(marker="new-conversation").click()
+    await ui_user.should_not_see(marker="answer-card")
+    ui_user.find(marker="history-item").click()
+    await ui_user.should_see("Second answer.")
+    await ui_user.should_see("What are emitters?")
+
+
+async def test_stop_cancels_the_request_and_records_nothing(
+    ui_user: User, home_copy: Path, chat_server: ChatServer, chat_env: None
+) -> None:
+    chat_server.script(Delay(30, Text("Thought: t\nAction: Finish[too late]")))
+    service = service_for(home_copy, chat={"base_url": chat_server.url})
+    register(service)
+    await ui_user.open("/")
+    ui_user.find(marker="question-box").type("Slow question?")
+    ui_user.find(marker="ask-button").click()
+    await eventually(lambda: len(chat_server.requests) == 1)
+    ui_user.find(marker="stop-button").click()
+    await ui_user.should_see(marker="stopped", retries=50)
+    await eventually(lambda: chat_server.requests[0].disconnected.is_set(), timeout_s=10)
+    assert service.conversations() == []
+    assert ask_enabled(ui_user)
+
+
+async def test_no_key_says_where_to_add_it(
+    ui_user: User, home_copy: Path, chat_server: ChatServer, no_keys: None
+) -> None:
+    register(service_for(home_copy, chat={"base_url": chat_server.url}))
+    await ui_user.open("/")
+    ui_user.find(marker="question-box").type("Anything?")
+    ui_user.find(marker="ask-button").click()
+    await ui_user.should_see(marker="ask-error", retries=30)
+    assert "Settings" in texts_of(ui_user, "ask-error")[0]
+    assert chat_server.requests == []
+
+
+async def test_incomplete_knowledge_base_is_disclosed_on_the_page(
+    ui_user: User, tmp_path: Path, docs: Path, chat_env: None
+) -> None:
+    (docs / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a pdf")
+    service = service_for(tmp_path / "home")
+    job = service.new_import([docs])
+    await job.run()
+    assert job.result is not None and job.result.status == "ready_partial"
+    register(service)
+    await ui_user.open("/")
+    await ui_user.should_see(marker="partial-banner")
+    banner = texts_of(ui_user, "partial-banner")[0]
+    assert "broken.pdf" in banner and "1 document" in banner
+
+
+async def test_budget_limit_is_disclosed_with_the_answer(
+    ui_user: User, home_copy: Path, chat_server: ChatServer, chat_env: None
+) -> None:
+    chat_server.script(search(), Text("Thought: t\nAction: Finish[What I know so far.]"))
+    service = service_for(
+        home_copy, chat={"base_url": chat_server.url}, budget={"max_tool_calls": 0}
+    )
+    register(service)
+    await ui_user.open("/")
+    ui_user.find(marker="question-box").type("Tell me everything")
+    ui_user.find(marker="ask-button").click()
+    await ui_user.should_see(marker="budget-banner", retries=100)
+    banner = texts_of(ui_user, "budget-banner")[0]
+    assert "did not fit into the budget" in banner and "limit of 0 tool calls" in banner
+    assert ".." not in banner
+    assert "What I know so far." in answer_html(ui_user)
+    assert texts_of(ui_user, "answer-summary")[0].startswith("2 turns · 0 tool calls")

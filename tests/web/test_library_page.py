@@ -1,0 +1,177 @@
+"""The library page with NiceGUI's simulated user: importing with live progress, pause, resume,
+cancel, failures and retry, uploads, removal, rollback, collections, outlines and tools."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+from nicegui import ui
+from nicegui.elements.upload_files import SmallFileUpload
+from nicegui.testing import User, UserInteraction
+
+from tests.web.conftest import service_for
+from tests.web.test_ask_page import eventually, found, texts_of
+from web.pages import register
+
+pytestmark = pytest.mark.anyio
+
+
+def import_state(user: User) -> str:
+    states = texts_of(user, "import-state")
+    return states[0] if states else ""
+
+
+async def import_path(user: User, path: Path) -> None:
+    user.find(marker="import-path").type(str(path))
+    user.find(marker="import-button").click()
+
+
+async def test_folder_import_shows_progress_then_documents_and_snapshot(
+    ui_user: User, tmp_path: Path, docs: Path, no_keys: None
+) -> None:
+    service = service_for(tmp_path / "home")
+    register(service)
+    await ui_user.open("/library")
+    await ui_user.should_see(marker="no-documents")
+    await import_path(ui_user, docs)
+    # Paused at once (before the first document), so the running state can be seen.
+    ui_user.find(marker="pause-button").click()
+    paused = ["Documents 0 / 2 (0 failed)"]
+    await eventually(lambda: texts_of(ui_user, "import-documents") == paused)
+    assert import_state(ui_user) == "Paused"
+    await anyio.sleep(0.8)  # two polls: nothing moves while paused
+    assert texts_of(ui_user, "import-documents") == paused
+    assert texts_of(ui_user, "import-document") == ["events.md — waiting", "streams.md — waiting"]
+    ui_user.find(marker="resume-button").click()
+    await eventually(lambda: import_state(ui_user) == "Import finished", timeout_s=60)
+    assert texts_of(ui_user, "import-documents") == ["Documents 2 / 2 (0 failed)"]
+    stats = texts_of(ui_user, "import-stats")[0]
+    assert "blocks" in stats and not stats.startswith("0 pages · 0 blocks")
+    assert set(texts_of(ui_user, "import-document")) == {"events.md — done", "streams.md — done"}
+    result = texts_of(ui_user, "import-result")[0]
+    assert "2 imported, 0 failed" in result
+    await ui_user.should_see("Node events")
+    await ui_user.should_see("Streams")
+    assert len(found(ui_user, "snapshot-row")) == 1
+    assert len(found(ui_user, "active-snapshot")) == 1
+
+
+async def test_cancel_stops_the_import_and_leaves_the_knowledge_base_unchanged(
+    ui_user: User, tmp_path: Path, docs: Path, no_keys: None
+) -> None:
+    service = service_for(tmp_path / "home")
+    register(service)
+    await ui_user.open("/library")
+    await import_path(ui_user, docs)
+    ui_user.find(marker="pause-button").click()
+    await eventually(lambda: import_state(ui_user) == "Paused")
+    ui_user.find(marker="cancel-button").click()
+    await eventually(lambda: "cancelled" in import_state(ui_user))
+    assert service.snapshots() == []
+    assert not service.pending_import()  # cancelled means forgotten, not resumable
+    assert service.documents() == []
+
+
+async def test_failed_document_shows_its_reason_and_retry_imports_the_fixed_file(
+    ui_user: User, tmp_path: Path, docs: Path, no_keys: None
+) -> None:
+    bad = docs / "notes.md"
+    bad.write_bytes(b"\xff\xfe\x00\x00" + bytes(range(256)) * 40)
+    service = service_for(tmp_path / "home")
+    register(service)
+    await ui_user.open("/library")
+    await import_path(ui_user, docs)
+    await eventually(lambda: bool(found(ui_user, "failed-document")), timeout_s=60)
+    await ui_user.should_see("notes.md — parse: invalid_encoding")
+    bad.write_text("# Notes\n\nThe drain event resumes writing.\n", encoding="utf-8")
+    ui_user.find(marker="retry-button").click()
+    await eventually(lambda: not found(ui_user, "failed-document"), timeout_s=60)
+    titles = [d.title for d in service.documents()]
+    assert "Notes" in titles and len(titles) == 3
+
+
+async def test_upload_imports_the_uploaded_files(
+    ui_user: User, tmp_path: Path, no_keys: None
+) -> None:
+    service = service_for(tmp_path / "home")
+    register(service)
+    await ui_user.open("/library")
+    upload = next(iter(ui_user.find(marker="upload").elements))
+    assert isinstance(upload, ui.upload)
+    data = b"# Uploaded guide\n\nUploads land in the library like any other file.\n"
+    await upload.handle_uploads([SmallFileUpload("../../guide.md", "text/markdown", data)])
+    await eventually(lambda: import_state(ui_user) == "Import finished", timeout_s=60)
+    docs = service.documents()
+    assert [(d.title, d.source) for d in docs] == [("Uploaded guide", "guide.md")]
+    kept = service.upload_dir() / "guide.md"
+    assert kept.read_bytes() == data  # the name cannot climb out of the uploads folder
+
+
+async def test_remove_then_roll_back_to_the_older_snapshot(
+    ui_user: User, home_copy: Path, no_keys: None
+) -> None:
+    service = service_for(home_copy)
+    register(service)
+    await ui_user.open("/library")
+    assert len(found(ui_user, "remove-button")) == 2
+    first = found(ui_user, "remove-button")[0]
+    UserInteraction(ui_user, {first}, None).click()
+    await ui_user.should_see(marker="confirm-dialog")
+    ui_user.find(marker="confirm-yes").click()
+    await eventually(lambda: len(service.documents()) == 1, timeout_s=30)
+    await eventually(lambda: len(found(ui_user, "snapshot-row")) == 2)
+    ui_user.find(marker="activate-button").click()
+    await eventually(lambda: len(service.documents()) == 2)
+    assert service.snapshots()[-1].active  # the older one (history is newest first)
+
+
+async def test_collections_can_be_created_switched_renamed_and_deleted(
+    ui_user: User, home_copy: Path, no_keys: None
+) -> None:
+    service = service_for(home_copy)
+    register(service)
+    await ui_user.open("/library")
+    ui_user.find(marker="collection-name").type("notes")
+    ui_user.find(marker="collection-create").click()
+    assert "notes" in service.collections()
+    service.use_collection("notes")
+    await ui_user.open("/library")
+    await ui_user.should_see("Collection: notes")
+    await ui_user.should_see(marker="no-documents")
+    ui_user.find(marker="collection-name").type("papers")
+    ui_user.find(marker="collection-rename").click()
+    assert service.current_collection() == "papers" and "notes" not in service.collections()
+    await ui_user.open("/library")
+    ui_user.find(marker="collection-delete").click()
+    ui_user.find(marker="confirm-yes").click()
+    await eventually(lambda: "papers" not in service.collections())
+    ui_user.find(marker="collection-name").type("bad/name")
+    ui_user.find(marker="collection-create").click()
+    await ui_user.should_see("not a valid collection name")  # the notification says why
+
+
+async def test_outline_and_direct_tools_work_without_a_model(
+    ui_user: User, home_copy: Path, no_keys: None
+) -> None:
+    service = service_for(home_copy)
+    register(service)
+    await ui_user.open("/library")
+    expansion = next(
+        e for e in found(ui_user, "document-row")[0].descendants() if isinstance(e, ui.expansion)
+    )
+    expansion.set_value(True)
+    await ui_user.should_see(marker="outline-entry")
+    entries = texts_of(ui_user, "outline-entry")
+    assert any(e.startswith("Emitters") for e in entries) or any(
+        e.startswith("Backpressure") for e in entries
+    )
+    ui_user.find(marker="tool-term").type("listener")
+    ui_user.find(marker="tool-run-scan").click()
+    await ui_user.should_see(marker="tool-count")
+    assert texts_of(ui_user, "tool-count") == ["2 occurrence(s)"]
+    ui_user.find(marker="tool-query").type("highWaterMark backpressure")
+    ui_user.find(marker="tool-run-search").click()
+    await ui_user.should_see(marker="tool-block")
+    await ui_user.should_see("Streams · Streams / Backpressure")

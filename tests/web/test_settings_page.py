@@ -1,0 +1,127 @@
+"""The settings page: validation before anything is written, saving, environment overrides,
+and the two keys (stored in the credential store, shown masked, tested for real)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from nicegui import ui
+from nicegui.testing import User
+
+from engine.config import load_config
+from tests.servers.chat_server import ChatServer, Text
+from tests.web.conftest import MemoryKeyring, service_for
+from tests.web.test_ask_page import eventually, found, texts_of
+from web.pages import register
+
+pytestmark = pytest.mark.anyio
+SECRET = "sk-test-0123456789abcdef"
+
+
+def set_number(user: User, marker: str, value: float) -> None:
+    element = found(user, marker)[0]
+    assert isinstance(element, ui.number)
+    element.set_value(value)
+
+
+def all_text(user: User) -> str:
+    assert user.client is not None
+    parts = []
+    for element in user.client.layout.descendants():
+        for attr in ("text", "value", "content"):
+            v = getattr(element, attr, None)
+            if isinstance(v, str):
+                parts.append(v)
+        parts.extend(str(v) for v in element.props.values() if isinstance(v, str))
+    return "\n".join(parts)
+
+
+async def test_invalid_setting_is_refused_with_key_value_and_what_is_allowed(
+    ui_user: User, tmp_path: Path, no_keys: None
+) -> None:
+    service = service_for(tmp_path / "home")
+    before = service.app.data.config_file.read_bytes()
+    register(service)
+    await ui_user.open("/settings")
+    set_number(ui_user, "setting-budget.max_tool_calls", 500)
+    ui_user.find(marker="settings-save").click()
+    await eventually(lambda: bool(texts_of(ui_user, "settings-error")[0]))
+    error = texts_of(ui_user, "settings-error")[0]
+    assert "budget.max_tool_calls = 500" in error and "<= 100" in error
+    assert service.app.data.config_file.read_bytes() == before
+    assert service.config.budget.max_tool_calls == 8
+
+
+async def test_valid_settings_are_saved_to_config_toml_and_used(
+    ui_user: User, tmp_path: Path, no_keys: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CITEWISE_RETRIEVAL_TOP_K", "7")
+    service = service_for(tmp_path / "home")
+    register(service)
+    await ui_user.open("/settings")
+    await ui_user.should_see(marker="env-note")
+    assert "retrieval.top_k" in texts_of(ui_user, "env-note")[0]
+    set_number(ui_user, "setting-budget.max_tool_calls", 3)
+    set_number(ui_user, "setting-chat.price.output", 1.5)
+    ui_user.find(marker="setting-network.proxy").type("http://127.0.0.1:3128")
+    ui_user.find(marker="settings-save").click()
+    await eventually(lambda: service.config.budget.max_tool_calls == 3)
+    saved = load_config(service.app.data.config_file, environ={})
+    assert saved.budget.max_tool_calls == 3
+    assert saved.chat.price.output == 1.5
+    assert saved.network.proxy == "http://127.0.0.1:3128"
+    assert saved.retrieval.top_k == 5  # the environment override is not written to the file
+    assert service.budgets().max_tool_calls == 3
+
+
+async def test_key_is_stored_masked_and_never_shown_back(
+    ui_user: User, tmp_path: Path, memory_keyring: MemoryKeyring, chat_server: ChatServer
+) -> None:
+    chat_server.script(Text("p"))
+    service = service_for(tmp_path / "home", chat={"base_url": chat_server.url})
+    register(service)
+    await ui_user.open("/settings")
+    await ui_user.should_not_see(marker="no-keyring")
+    ui_user.find(marker="key-deepseek-input").type(SECRET)
+    ui_user.find(marker="key-deepseek-test").click()
+    await eventually(lambda: "Works" in texts_of(ui_user, "key-deepseek-message")[0])
+    assert memory_keyring.passwords[("citewise", "deepseek")] == SECRET
+    assert chat_server.requests[-1].headers["authorization"] == f"Bearer {SECRET}"
+    assert texts_of(ui_user, "key-deepseek-current") == ["Stored: …cdef"]
+    await ui_user.open("/settings")
+    assert SECRET not in all_text(ui_user)
+    config_file = service.app.data.config_file
+    assert not config_file.exists() or SECRET not in config_file.read_text()
+
+
+async def test_a_bad_key_fails_its_test_with_the_reason_and_is_not_stored(
+    ui_user: User, tmp_path: Path, memory_keyring: MemoryKeyring
+) -> None:
+    server = ChatServer(api_key="the-right-key").start()
+    try:
+        service = service_for(tmp_path / "home", chat={"base_url": server.url})
+        register(service)
+        await ui_user.open("/settings")
+        ui_user.find(marker="key-deepseek-input").type("sk-wrong-key-000000")
+        ui_user.find(marker="key-deepseek-test").click()
+        await eventually(lambda: "Does not work" in texts_of(ui_user, "key-deepseek-message")[0])
+        assert "unauthorized" in texts_of(ui_user, "key-deepseek-message")[0]
+        assert memory_keyring.passwords == {}
+    finally:
+        server.stop()
+
+
+async def test_without_a_credential_store_the_key_is_kept_for_the_session_and_said_so(
+    ui_user: User, tmp_path: Path, no_keys: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service = service_for(tmp_path / "home")
+    register(service)
+    await ui_user.open("/settings")
+    await ui_user.should_see(marker="no-keyring")
+    ui_user.find(marker="key-embedding-input").type("emb-key-1234567890")
+    ui_user.find(marker="key-embedding-save").click()
+    message = texts_of(ui_user, "key-embedding-message")[0]
+    assert "CITEWISE_EMBEDDING_API_KEY" in message and "this session only" in message
+    assert service.key_is_set("embedding")
+    monkeypatch.delenv("CITEWISE_EMBEDDING_API_KEY")  # what the service set, for this process

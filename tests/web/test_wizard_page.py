@@ -1,0 +1,90 @@
+"""The first-run wizard with NiceGUI's simulated user: from an empty data directory to a first
+answered question, with the scripted chat server and the built-in embedding model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from nicegui import ui
+from nicegui.testing import User
+
+from tests.servers.chat_server import ChatServer, Text
+from tests.web.conftest import MemoryKeyring, service_for
+from tests.web.test_ask_page import answer_html, eventually, found, search, texts_of
+from tests.web.test_library_page import import_state
+from web.pages import register
+
+pytestmark = pytest.mark.anyio
+
+
+def cite_first(body: dict[str, object]) -> Text:
+    messages = body["messages"]
+    assert isinstance(messages, list)
+    observation = json.loads(messages[-1]["content"].splitlines()[-2])
+    citation = observation["payload"]["blocks"][0]["citation"]
+    return Text(f"Thought: ok.\nAction: Finish[监听器按注册顺序同步调用。【来源:{citation}】]")
+
+
+async def test_wizard_takes_a_new_user_to_a_first_cited_answer(
+    ui_user: User,
+    tmp_path: Path,
+    docs: Path,
+    memory_keyring: MemoryKeyring,
+    chat_server: ChatServer,
+) -> None:
+    service = service_for(tmp_path / "home", chat={"base_url": chat_server.url})
+    register(service)
+    await ui_user.open("/")
+    await ui_user.should_see("Welcome to Citewise")
+
+    # 1. language: Chinese; the wizard comes back in Chinese at the next step
+    language = found(ui_user, "wizard-language")[0]
+    assert isinstance(language, ui.radio)
+    language.set_value("zh")
+    ui_user.find(marker="wizard-next-language").click()
+    await ui_user.should_see("欢迎使用 Citewise", retries=30)
+    assert service.config.ui.language == "zh"
+
+    # 2. DeepSeek key: a failing test keeps the user on this step
+    ui_user.find(marker="wizard-next-chat").click()
+    await eventually(lambda: "no_key" in texts_of(ui_user, "key-deepseek-message")[0])
+    chat_server.script(Text("p"))
+    ui_user.find(marker="key-deepseek-input").type("sk-wizard-0000000000")
+    ui_user.find(marker="wizard-next-chat").click()
+    await eventually(lambda: memory_keyring.passwords.get(("citewise", "deepseek")) is not None)
+
+    # 3. embeddings: the built-in model, tested offline
+    ui_user.find(marker="wizard-next-embedding").click()
+    await eventually(lambda: "连接正常" in texts_of(ui_user, "wizard-embedding-message")[0])
+
+    # 4. documents: the next step waits for an import
+    ui_user.find(marker="wizard-next-documents").click()
+    await ui_user.should_see("请等待导入完成后再继续。")
+    ui_user.find(marker="import-path").type(str(docs))
+    ui_user.find(marker="import-button").click()
+    await eventually(lambda: import_state(ui_user) == "导入完成", timeout_s=60)
+    ui_user.find(marker="wizard-next-documents").click()
+
+    # 5. the first question opens the ask page, which answers it at once
+    chat_server.script(search("监听器 listener"), cite_first)
+    ui_user.find(marker="wizard-question").type("监听器按什么顺序调用?")
+    ui_user.find(marker="wizard-finish").click()
+    await eventually(lambda: bool(found(ui_user, "citation-chip")), timeout_s=30)
+    assert "监听器按注册顺序同步调用。[1]" in answer_html(ui_user)
+    assert texts_of(ui_user, "citation-chip") == ["[1] Node events · Emitters"]
+    assert service.first_run_done()
+
+
+async def test_skip_goes_to_the_library_and_the_wizard_does_not_come_back(
+    ui_user: User, tmp_path: Path, no_keys: None
+) -> None:
+    service = service_for(tmp_path / "home")
+    register(service)
+    await ui_user.open("/")
+    await ui_user.should_see(marker="wizard-skip")
+    ui_user.find(marker="wizard-skip").click()
+    await ui_user.should_see(marker="import-panel")
+    await ui_user.open("/")
+    await ui_user.should_see(marker="question-box")

@@ -1,0 +1,405 @@
+"""Every piece of UI text, in English and Chinese, from one table.
+
+Pages call `Texts(lang)(key, **values)`; a key missing here is a bug (KeyError), never a
+silently blank label. Messages say what happened and what to do. No text is built elsewhere.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Lang = Literal["en", "zh"]
+LANGUAGES: dict[Lang, str] = {"en": "English", "zh": "中文"}
+
+# key: (English, Chinese)
+TEXTS: dict[str, tuple[str, str]] = {
+    # shell
+    "app.title": ("Citewise", "Citewise"),
+    "nav.ask": ("Ask", "提问"),
+    "nav.library": ("Library", "资料库"),
+    "nav.settings": ("Settings", "设置"),
+    "nav.traces": ("Traces", "追踪"),
+    "nav.wizard": ("Setup", "初始设置"),
+    "shell.collection": ("Collection", "资料集"),
+    "shell.language": ("Language", "语言"),
+    "error.unexpected": (
+        "Something went wrong inside Citewise ({detail}). Please try again; if it keeps "
+        "happening, report it with the Traces page's diagnostic bundle.",
+        "Citewise 内部出错({detail})。请重试;如果反复出现,请在“追踪”页导出诊断包并反馈。",
+    ),
+    "error.prefix": ("Could not do that: {detail}", "无法完成:{detail}"),
+    # ask page
+    "ask.placeholder": (
+        "Ask a question about your documents…",
+        "就你的资料提一个问题……",
+    ),
+    "ask.send": ("Ask", "提问"),
+    "ask.stop": ("Stop", "停止"),
+    "ask.new": ("New conversation", "新对话"),
+    "ask.history": ("Conversations", "历史对话"),
+    "ask.no_history": ("No conversations yet.", "还没有对话。"),
+    "ask.turns": ("{n} questions", "{n} 个问题"),
+    "ask.empty_question": ("Type a question first.", "请先输入问题。"),
+    "ask.busy": (
+        "A question is still being answered; wait or press Stop.",
+        "上一个问题仍在回答中;请等待或按“停止”。",
+    ),
+    "ask.thinking": ("Thinking (turn {turn})…", "思考中(第 {turn} 轮)……"),
+    "ask.final_turn": ("Writing the final answer…", "正在写最终回答……"),
+    "ask.tool": ("Using {tool}: {detail}", "调用 {tool}:{detail}"),
+    "ask.tool_done": ("{tool}: {outcome}", "{tool}:{outcome}"),
+    "ask.retracted": (
+        "The text shown so far was withdrawn ({reason}); the answer is being redone.",
+        "已撤回目前显示的文字({reason}),正在重新生成回答。",
+    ),
+    "ask.stopped": (
+        "Stopped. No answer was recorded; ask again when you are ready.",
+        "已停止。本次没有记录回答;准备好后可以重新提问。",
+    ),
+    "ask.no_answer": ("No answer ({reason}): {message}", "没有回答({reason}):{message}"),
+    "ask.under_limit": (
+        "This answer was given under a limit ({reason}); it may be incomplete.",
+        "本回答是在限制下给出的({reason}),可能不完整。",
+    ),
+    "ask.summary": (
+        "{turns} turns · {tools} tool calls · {tokens} chat tokens · {cost} {currency}",
+        "{turns} 轮 · {tools} 次工具调用 · {tokens} 个对话 token · {cost} {currency}",
+    ),
+    "ask.sources": ("Sources", "来源"),
+    "ask.unverified": ("unverified source", "未验证的来源"),
+    "ask.unverified_hint": (
+        "The answer cites a block that was not retrieved for it; it is not shown as evidence.",
+        "回答引用了本次未检索到的块,不作为证据显示。",
+    ),
+    "ask.page": ("p. {page}", "第 {page} 页"),
+    "ask.pages": ("pp. {start}–{end}", "第 {start}–{end} 页"),
+    "ask.partial_banner": (
+        "The knowledge base is incomplete: {n} document(s) failed to import ({sources}). "
+        "Answers cannot use them. Retry them on the Library page.",
+        "知识库不完整:{n} 篇文档导入失败({sources}),回答无法使用它们。可在“资料库”页重试。",
+    ),
+    "ask.refused_banner": (
+        "Some evidence did not fit into the budget and was left out: {detail}. The answer may "
+        "be incomplete; raise the budgets in Settings or narrow the question.",
+        "部分证据超出预算而未被采用:{detail}。回答可能不完整;可在“设置”中提高预算或缩小问题范围。",
+    ),
+    "ask.finalizing_banner": ("Finishing early: {message}", "提前收尾:{message}"),
+    "ask.trimmed": (
+        "Earlier questions left out of this conversation's context: {reason}",
+        "本对话较早的问答未放入上下文:{reason}",
+    ),
+    "ask.no_snapshot": (
+        "There are no documents in this collection yet. Add some on the Library page first.",
+        "此资料集还没有文档。请先在“资料库”页添加。",
+    ),
+    "ask.no_key": (
+        "No DeepSeek API key is set. Add it in Settings (or run the setup again).",
+        "尚未设置 DeepSeek API Key。请在“设置”中添加(或重新运行初始设置)。",
+    ),
+    "gauge.title": ("Budget", "预算"),
+    "gauge.context": ("Context {used} / {limit} tokens", "上下文 {used} / {limit} token"),
+    "gauge.request": ("Request {used} / {limit} tokens", "本次请求 {used} / {limit} token"),
+    "gauge.tools": ("Tool calls {used} / {limit}", "工具调用 {used} / {limit}"),
+    # source viewer
+    "source.title": ("Source", "来源"),
+    "source.close": ("Close", "关闭"),
+    "source.section": ("Section: {section}", "章节:{section}"),
+    "source.not_found": ("This source cannot be shown: {message}", "无法显示此来源:{message}"),
+    "source.page_image": ("Page {page} of the original PDF", "原始 PDF 第 {page} 页"),
+    "source.no_page_image": ("No page image: {message}", "没有页面图像:{message}"),
+    "source.cited": ("cited", "被引用"),
+    # library
+    "lib.import": ("Add documents", "添加文档"),
+    "lib.upload": ("Drop files here or click to choose", "拖放文件到这里,或点击选择"),
+    "lib.path": ("…or a file or folder on this computer", "……或本机上的文件或文件夹路径"),
+    "lib.path_hint": (
+        "Folders are searched recursively; unsupported files are listed as skipped.",
+        "会递归搜索文件夹;不支持的文件会列为已跳过。",
+    ),
+    "lib.start": ("Import", "导入"),
+    "lib.no_path": ("Enter a file or folder path first.", "请先输入文件或文件夹路径。"),
+    "lib.pause": ("Pause", "暂停"),
+    "lib.resume": ("Resume", "继续"),
+    "lib.cancel": ("Cancel", "取消"),
+    "lib.resume_interrupted": (
+        "An import of this collection was interrupted. Resume it?",
+        "此资料集有一次中断的导入。要继续吗?",
+    ),
+    "lib.resume_button": ("Resume import", "继续导入"),
+    "lib.state.running": ("Importing…", "正在导入……"),
+    "lib.state.paused": ("Paused", "已暂停"),
+    "lib.state.building": ("Building the new snapshot…", "正在生成新快照……"),
+    "lib.state.done": ("Import finished", "导入完成"),
+    "lib.state.cancelled": (
+        "Import cancelled; the knowledge base is unchanged.",
+        "导入已取消,知识库未改变。",
+    ),
+    "lib.state.failed": ("Import failed: {error}", "导入失败:{error}"),
+    "lib.progress.documents": (
+        "Documents {done} / {total} ({failed} failed)",
+        "文档 {done} / {total}(失败 {failed})",
+    ),
+    "lib.progress.stats": (
+        "{pages} pages · {blocks} blocks · {tokens} embedding tokens",
+        "{pages} 页 · {blocks} 个块 · {tokens} 个向量 token",
+    ),
+    "lib.progress.eta": ("About {eta} left", "预计还需 {eta}"),
+    "lib.progress.eta_unknown": ("Estimating time left…", "正在估算剩余时间……"),
+    "lib.result": (
+        "Snapshot {id} is active ({status}): {ok} imported, {failed} failed, {skipped} skipped.",
+        "快照 {id} 已启用({status}):成功 {ok},失败 {failed},跳过 {skipped}。",
+    ),
+    "lib.result_unchanged": (
+        "Nothing changed: every document is already in the active snapshot.",
+        "没有变化:所有文档都已在当前快照中。",
+    ),
+    "lib.result_failed": (
+        "No document could be imported; the knowledge base is unchanged.",
+        "没有文档导入成功;知识库未改变。",
+    ),
+    "lib.doc_state.queued": ("waiting", "等待中"),
+    "lib.doc_state.parsing": ("reading", "读取中"),
+    "lib.doc_state.embedding": ("embedding", "向量化中"),
+    "lib.doc_state.done": ("done", "完成"),
+    "lib.doc_state.reused": ("unchanged", "未变化"),
+    "lib.doc_state.failed": ("failed", "失败"),
+    "lib.failed": ("Documents that could not be imported", "未能导入的文档"),
+    "lib.failed_row": (
+        "{source} — {stage}: {reason}. {message}",
+        "{source} — {stage}:{reason}。{message}",
+    ),
+    "lib.retry": ("Retry", "重试"),
+    "lib.documents": ("Documents", "文档"),
+    "lib.no_documents": (
+        "No documents yet. Add files or a folder above.",
+        "还没有文档。请在上方添加文件或文件夹。",
+    ),
+    "lib.doc_meta": (
+        "{source} · {format} · {blocks} blocks · {sections} sections",
+        "{source} · {format} · {blocks} 个块 · {sections} 个章节",
+    ),
+    "lib.outline": ("Outline", "目录"),
+    "lib.remove": ("Remove", "移除"),
+    "lib.remove_confirm": (
+        "Remove {source} from the knowledge base? Older snapshots keep it.",
+        "从知识库移除 {source}?旧快照仍保留它。",
+    ),
+    "lib.removed": ("{source} removed.", "已移除 {source}。"),
+    "lib.snapshots": ("Snapshot history", "快照历史"),
+    "lib.snapshot_row": (
+        "{created} · {status} · {documents} documents · {blocks} blocks · {failed} failed",
+        "{created} · {status} · {documents} 篇文档 · {blocks} 个块 · 失败 {failed}",
+    ),
+    "lib.active": ("active", "当前"),
+    "lib.activate": ("Activate", "启用"),
+    "lib.activated": ("Snapshot {id} is now active.", "快照 {id} 已启用。"),
+    "lib.gc": ("Clean up old snapshots", "清理旧快照"),
+    "lib.gc_done": (
+        "Deleted {deleted}, kept {kept}, in use {pinned}.",
+        "已删除 {deleted} 个,保留 {kept} 个,使用中 {pinned} 个。",
+    ),
+    "lib.collections": ("Collections", "资料集"),
+    "lib.switch": ("Switch", "切换"),
+    "lib.create": ("Create", "新建"),
+    "lib.rename": ("Rename", "重命名"),
+    "lib.delete": ("Delete", "删除"),
+    "lib.new_name": ("Name", "名称"),
+    "lib.delete_confirm": (
+        "Delete collection {name} with all its snapshots? This cannot be undone.",
+        "删除资料集 {name} 及其全部快照?此操作无法撤销。",
+    ),
+    "lib.confirm": ("Yes, do it", "确定"),
+    "lib.keep": ("No", "取消"),
+    "lib.tools": ("Look things up without a model", "直接查找(不调用模型)"),
+    "lib.tool.search": ("Search", "搜索"),
+    "lib.tool.scan": ("Find every occurrence", "查找全部出现"),
+    "lib.tool.list": ("List a section", "列出章节"),
+    "lib.tool.query": ("Words to search for", "搜索词"),
+    "lib.tool.term": ("Exact text", "精确文本"),
+    "lib.tool.document": ("Document", "文档"),
+    "lib.tool.section": ("Section (empty = whole document)", "章节(留空 = 全文)"),
+    "lib.tool.run": ("Run", "运行"),
+    "lib.tool.empty": ("Nothing found ({reason}).", "没有结果({reason})。"),
+    "lib.tool.error": ("The tool refused: {code}: {message}", "工具拒绝:{code}:{message}"),
+    "lib.tool.hits": ("{count} occurrence(s)", "共出现 {count} 次"),
+    "lib.tool.blocks": ("{total} block(s)", "{total} 个块"),
+    "lib.upload_saved": ("Received {name}", "已接收 {name}"),
+    # settings
+    "set.title": ("Settings", "设置"),
+    "set.save": ("Save settings", "保存设置"),
+    "set.saved": ("Settings saved.", "设置已保存。"),
+    "set.invalid": ("Not saved: {message}", "未保存:{message}"),
+    "set.env_note": (
+        "Set by an environment variable (it wins over the file): {keys}",
+        "以下设置由环境变量指定(优先于配置文件):{keys}",
+    ),
+    "set.budget": ("Budgets", "预算"),
+    "set.max_context_tokens": ("Max context tokens", "单次上下文上限(token)"),
+    "set.max_request_tokens": ("Max tokens per request", "单次请求上限(token)"),
+    "set.finalization_reserve_tokens": ("Reserve for the final answer", "最终回答预留(token)"),
+    "set.max_tool_calls": ("Max tool calls", "工具调用次数上限"),
+    "set.chat": ("Chat model", "对话模型"),
+    "set.base_url": ("Base URL", "Base URL"),
+    "set.model": ("Model", "模型"),
+    "set.timeout_s": ("Timeout (s)", "超时(秒)"),
+    "set.max_output_tokens": ("Max output tokens", "最大输出 token"),
+    "set.prices": ("Prices per million tokens", "每百万 token 价格"),
+    "set.input_cache_hit": ("Input, cache hit", "输入(缓存命中)"),
+    "set.input_cache_miss": ("Input, cache miss", "输入(未命中缓存)"),
+    "set.output": ("Output", "输出"),
+    "set.currency": ("Currency", "货币"),
+    "set.daily_cap": ("Daily spending cap (0 = none)", "每日花费上限(0 = 不限)"),
+    "set.monthly_cap": ("Monthly spending cap (0 = none)", "每月花费上限(0 = 不限)"),
+    "set.embedding": ("Embeddings", "向量模型"),
+    "set.provider": ("Provider", "提供方"),
+    "set.provider.local": (
+        "Built-in model (offline, no key)",
+        "内置模型(离线,无需 Key)",
+    ),
+    "set.provider.openai_compatible": (
+        "OpenAI-compatible endpoint",
+        "OpenAI 兼容接口",
+    ),
+    "set.dimensions": ("Dimensions", "维度"),
+    "set.network": ("Network", "网络"),
+    "set.proxy": ("Proxy (empty = system setting)", "代理(留空 = 使用系统设置)"),
+    "set.ca_bundle": ("CA bundle file (empty = system)", "CA 证书文件(留空 = 系统默认)"),
+    "set.retention": ("Retention", "保留策略"),
+    "set.keep_last": ("Keep the last N snapshots", "保留最近 N 个快照"),
+    "set.keep_days": ("…and those younger than N days", "……以及 N 天内的快照"),
+    "set.trace": ("Traces", "追踪"),
+    "set.trace_mode": ("Trace mode", "追踪模式"),
+    "set.trace_mode.metadata": ("Metadata only (default)", "仅元数据(默认)"),
+    "set.trace_mode.full": (
+        "Full diagnostics (keeps prompts and evidence)",
+        "完整诊断(保存提示词与证据)",
+    ),
+    "set.retention_days": ("Keep traces for N days", "追踪保留天数"),
+    "set.language": ("Language", "语言"),
+    "set.keys": ("API keys", "API Key"),
+    "set.key.deepseek": ("DeepSeek API key", "DeepSeek API Key"),
+    "set.key.embedding": ("Embedding API key", "向量接口 API Key"),
+    "set.no_keyring": (
+        "This system has no credential store: keys saved here last until Citewise closes. "
+        "To keep them, set CITEWISE_DEEPSEEK_API_KEY and CITEWISE_EMBEDDING_API_KEY before "
+        "starting Citewise.",
+        "此系统没有凭据库:在这里保存的 Key 只在 Citewise 关闭前有效。"
+        "如需长期使用,请在启动前设置 CITEWISE_DEEPSEEK_API_KEY 和 CITEWISE_EMBEDDING_API_KEY。",
+    ),
+    "set.key.placeholder": ("Paste the key here", "在此粘贴 Key"),
+    "set.key.current": ("Stored: {shown}", "已保存:{shown}"),
+    "set.key.save": ("Save key", "保存 Key"),
+    "set.key.test": ("Test connection", "测试连接"),
+    "set.key.testing": ("Testing…", "正在测试……"),
+    "set.key.stored_keyring": (
+        "Key saved in the system credential store ({shown}).",
+        "Key 已保存到系统凭据库({shown})。",
+    ),
+    "set.key.stored_session": (
+        "This system has no credential store, so the key ({shown}) is kept in memory for this "
+        "session only. To keep it, set {env} before starting Citewise.",
+        "此系统没有凭据库,Key({shown})只在本次运行的内存中保留。"
+        "如需长期使用,请在启动前设置环境变量 {env}。",
+    ),
+    "set.key.ok": ("Works ({ms} ms): {message}", "连接正常({ms} 毫秒):{message}"),
+    "set.key.failed": ("Does not work ({code}): {message}", "连接失败({code}):{message}"),
+    "set.key.empty": ("Paste the key first.", "请先粘贴 Key。"),
+    # traces
+    "tr.list": ("Requests", "请求记录"),
+    "tr.none": (
+        "No traces yet: ask a question and its trace appears here.",
+        "还没有追踪记录:提一个问题后,它的追踪会出现在这里。",
+    ),
+    "tr.pick": ("Choose a request on the left.", "请在左侧选择一个请求。"),
+    "tr.row": (
+        "{started} · {status} · {reason} · {tokens} tokens · {cost} {currency}",
+        "{started} · {status} · {reason} · {tokens} token · {cost} {currency}",
+    ),
+    "tr.summary": (
+        "{status} · {reason} · {tokens} chat tokens · {cost} {currency} · {ms} ms · "
+        "snapshot {snapshot} · {mode} mode",
+        "{status} · {reason} · {tokens} 个对话 token · {cost} {currency} · {ms} 毫秒 · "
+        "快照 {snapshot} · {mode} 模式",
+    ),
+    "tr.partial": (
+        "This trace is partial: {dropped} record(s) were lost on the way to the store.",
+        "此追踪不完整:有 {dropped} 条记录在写入时丢失。",
+    ),
+    "tr.spans": ("Span tree", "调用树"),
+    "tr.evidence": ("Evidence replay", "证据重放"),
+    "tr.retrieval": ("Retrieval replay", "检索重放"),
+    "tr.evidence_unavailable": (
+        "Evidence replay is not available: {message}",
+        "无法重放证据:{message}",
+    ),
+    "tr.model_input": (
+        "What the model saw: turn {turn}, attempt {attempt}",
+        "模型输入:第 {turn} 轮,第 {attempt} 次",
+    ),
+    "tr.tool_output": ("Tool result {call}: {tool}", "工具结果 {call}:{tool}"),
+    "tr.same": ("same blocks, same order", "块与顺序相同"),
+    "tr.differs": ("different", "有差异"),
+    "tr.diff": (
+        "Call {call} ({tool}): {verdict}; {added} added, {removed} removed",
+        "第 {call} 次调用({tool}):{verdict};新增 {added},移除 {removed}",
+    ),
+    "ask.trace": ("Trace of this answer", "查看本次回答的追踪"),
+    "ask.trace_partial": (
+        "The trace of this answer is partial ({dropped} record(s) lost).",
+        "本次回答的追踪不完整(丢失 {dropped} 条记录)。",
+    ),
+    # wizard
+    "wiz.title": ("Welcome to Citewise", "欢迎使用 Citewise"),
+    "wiz.intro": (
+        "Five short steps take you from nothing to your first answered question.",
+        "五个简单步骤,带你从零开始得到第一个有出处的回答。",
+    ),
+    "wiz.step.language": ("Language", "语言"),
+    "wiz.step.chat": ("DeepSeek key", "DeepSeek Key"),
+    "wiz.step.embedding": ("Embeddings", "向量模型"),
+    "wiz.step.documents": ("Add documents", "添加文档"),
+    "wiz.step.ask": ("First question", "第一个问题"),
+    "wiz.next": ("Next", "下一步"),
+    "wiz.back": ("Back", "上一步"),
+    "wiz.skip": ("Skip setup", "跳过设置"),
+    "wiz.chat_help": (
+        "Answers are written by DeepSeek with your own key. Paste it and test it; it is "
+        "stored in the system credential store, never in a file.",
+        "回答由 DeepSeek 使用你自己的 Key 生成。粘贴并测试;Key 保存在系统凭据库中,绝不写入文件。",
+    ),
+    "wiz.embedding_help": (
+        "Documents are turned into vectors for search. The built-in model works offline "
+        "without a key; a cloud endpoint needs its own key.",
+        "文档需要向量化以便检索。内置模型离线可用、无需 Key;云端接口需要单独的 Key。",
+    ),
+    "wiz.test_and_next": ("Test and continue", "测试并继续"),
+    "wiz.need_ok": (
+        "The test must pass before you continue (or fix the settings).",
+        "测试通过后才能继续(或修改设置)。",
+    ),
+    "wiz.documents_help": (
+        "Add a few files or a folder. You can add more later on the Library page.",
+        "添加几个文件或一个文件夹。之后可以在“资料库”页继续添加。",
+    ),
+    "wiz.wait_import": (
+        "Wait for the import to finish before you continue.",
+        "请等待导入完成后再继续。",
+    ),
+    "wiz.ask_help": (
+        "Ask something your documents answer. Citations show where each point comes from.",
+        "问一个资料中有答案的问题。引用会标明每个要点的出处。",
+    ),
+    "wiz.finish": ("Ask", "提问"),
+}
+
+
+class Texts:
+    """The UI text of one language: `t("key", name=value)`."""
+
+    def __init__(self, lang: str) -> None:
+        self.lang: Lang = "zh" if lang == "zh" else "en"
+        self._column = 1 if self.lang == "zh" else 0
+
+    def __call__(self, key: str, **values: object) -> str:
+        text = TEXTS[key][self._column]
+        return text.format(**values) if values else text

@@ -1,0 +1,264 @@
+"""The library page: collections (switch, create, rename, delete), adding documents with live
+progress, failed documents with their reasons and a retry, the documents with their outlines
+and removal, the snapshot history with activate (rollback) and clean-up, and direct tool use.
+
+Every destructive action asks first. Nothing here changes data except through the UiService.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from nicegui import ui
+
+from actors.ui_service import DocumentView, UiService
+from web.i18n import Texts
+from web.import_panel import ImportPanel
+from web.shell import frame, guarded, show_error, texts
+from web.tools_panel import ToolsPanel
+
+
+def build(service: UiService) -> None:
+    t = texts(service)
+    frame(service, t, "/library")
+    with ui.column().classes("w-full max-w-5xl mx-auto gap-4"):
+        _collections(service, t)
+        panel_holder = ui.column().classes("w-full")
+        failed = ui.column().classes("w-full").mark("failed-documents")
+        documents = ui.column().classes("w-full").mark("documents")
+        snapshots = ui.column().classes("w-full").mark("snapshots")
+        tools = ui.column().classes("w-full")
+
+    def refresh() -> None:
+        _failed(service, t, failed, panel)
+        docs = _documents(service, t, documents, refresh)
+        _snapshots(service, t, snapshots, refresh)
+        tools.clear()
+        with tools:
+            ToolsPanel(service, t, docs)
+
+    with panel_holder:
+        panel = ImportPanel(service, t, on_finished=refresh)
+    refresh()
+
+
+def confirm(t: Texts, message: str, action: Callable[[], Awaitable[None] | None]) -> None:
+    """Ask before doing something that cannot be undone from this page."""
+    with ui.dialog() as dialog, ui.card():
+        dialog.mark("confirm-dialog")
+        ui.label(message)
+        with ui.row():
+
+            async def yes() -> None:
+                dialog.close()
+                await guarded(t, action)
+
+            ui.button(t("lib.confirm"), on_click=yes, color="negative").mark("confirm-yes")
+            ui.button(t("lib.keep"), on_click=dialog.close).props("flat")
+    dialog.open()
+
+
+def _collections(service: UiService, t: Texts) -> None:
+    current = service.current_collection()
+    with ui.card().classes("w-full").mark("collections"):
+        ui.label(t("lib.collections")).classes("text-base font-semibold")
+        with ui.row().classes("items-end gap-2"):
+            chooser = ui.select(service.collections(), value=current).mark("collection-select")
+
+            def switch() -> None:
+                if not chooser.value or chooser.value == current:
+                    return
+                try:
+                    service.use_collection(chooser.value)
+                except Exception as exc:  # e.g. deleted meanwhile: say so
+                    show_error(t, exc)
+                    return
+                ui.navigate.reload()
+
+            ui.button(t("lib.switch"), on_click=switch).props("outline").mark("collection-switch")
+            name = ui.input(t("lib.new_name")).mark("collection-name")
+
+            def run(action: Callable[[], None]) -> None:
+                try:
+                    action()
+                except Exception as exc:  # invalid or taken name: say so
+                    show_error(t, exc)
+                    return
+                ui.navigate.reload()
+
+            ui.button(
+                t("lib.create"), on_click=lambda: run(lambda: service.create_collection(name.value))
+            ).props("outline").mark("collection-create")
+            ui.button(
+                t("lib.rename"),
+                on_click=lambda: run(lambda: service.rename_collection(current, name.value)),
+            ).props("outline").mark("collection-rename")
+            ui.button(
+                t("lib.delete"),
+                color="negative",
+                on_click=lambda: confirm(
+                    t,
+                    t("lib.delete_confirm", name=current),
+                    lambda: run(lambda: service.delete_collection(current)),
+                ),
+            ).props("outline").mark("collection-delete")
+
+
+def _failed(service: UiService, t: Texts, box: ui.column, panel: ImportPanel) -> None:
+    box.clear()
+    try:
+        failures = service.failed()
+    except Exception as exc:  # a damaged pointer: say what to do
+        show_error(t, exc)
+        return
+    if not failures:
+        return
+    with box, ui.card().classes("w-full"):
+        ui.label(t("lib.failed")).classes("text-base font-semibold text-red-800")
+        for f in failures:
+            with ui.row().classes("w-full items-center no-wrap").mark("failed-document"):
+                ui.label(
+                    t(
+                        "lib.failed_row",
+                        source=f.source,
+                        stage=f.stage,
+                        reason=f.reason,
+                        message=f.message,
+                    )
+                ).classes("grow text-sm")
+                if f.retryable:
+
+                    def retry(source: str = f.source) -> None:
+                        try:
+                            paths = service.retry_paths([source])
+                        except Exception as exc:  # the file moved: say so
+                            show_error(t, exc)
+                            return
+                        panel.start(paths)
+
+                    ui.button(t("lib.retry"), icon="refresh", on_click=retry).props(
+                        "outline dense"
+                    ).mark("retry-button")
+
+
+def _documents(
+    service: UiService, t: Texts, box: ui.column, refresh: Callable[[], None]
+) -> list[DocumentView]:
+    box.clear()
+    try:
+        docs = service.documents()
+    except Exception as exc:  # shown; the rest of the page still works
+        show_error(t, exc)
+        return []
+    with box, ui.card().classes("w-full"):
+        ui.label(f"{t('lib.documents')} ({len(docs)})").classes("text-base font-semibold")
+        if not docs:
+            ui.label(t("lib.no_documents")).classes("text-sm").mark("no-documents")
+        for d in docs:
+            with ui.row().classes("w-full items-start no-wrap").mark("document-row"):
+                with ui.expansion(d.title, icon="description").classes("grow") as exp:
+                    ui.label(
+                        t(
+                            "lib.doc_meta",
+                            source=d.source,
+                            format=d.format,
+                            blocks=d.blocks,
+                            sections=d.sections,
+                        )
+                    ).classes("text-xs text-slate-500")
+                    outline = ui.column().classes("w-full gap-0").mark("outline")
+                    exp.on_value_change(_outline_loader(service, t, d.doc_id, outline))
+
+                async def remove(source: str = d.source) -> None:
+                    await service.remove(source)
+                    ui.notify(t("lib.removed", source=source), type="positive")
+                    refresh()
+
+                ui.button(
+                    t("lib.remove"),
+                    icon="delete",
+                    on_click=lambda source=d.source, remove=remove: confirm(
+                        t, t("lib.remove_confirm", source=source), remove
+                    ),
+                ).props("flat dense color=negative").mark("remove-button")
+    return docs
+
+
+def _outline_loader(
+    service: UiService, t: Texts, doc_id: str, target: ui.column
+) -> Callable[[], None]:
+    """Fill a document's outline the first time it is opened."""
+
+    def fill() -> None:
+        if target.default_slot.children:
+            return
+        try:
+            entries = service.outline(doc_id)
+        except Exception as exc:  # the snapshot changed meanwhile
+            show_error(t, exc)
+            return
+        with target:
+            for s in entries:
+                ui.label(f"{s.title} ({s.blocks})").classes("text-sm").style(
+                    f"padding-left: {(s.depth - 1) * 1.2}rem"
+                ).tooltip(s.first_sentence).mark("outline-entry")
+
+    return fill
+
+
+def _snapshots(service: UiService, t: Texts, box: ui.column, refresh: Callable[[], None]) -> None:
+    box.clear()
+    try:
+        items = service.snapshots()
+    except Exception as exc:  # shown; the rest of the page still works
+        show_error(t, exc)
+        return
+    with box, ui.card().classes("w-full"):
+        with ui.row().classes("w-full items-center"):
+            ui.label(t("lib.snapshots")).classes("text-base font-semibold")
+            ui.space()
+
+            async def gc() -> None:
+                report = await guarded(t, service.gc)
+                if report is not None:
+                    ui.notify(
+                        t(
+                            "lib.gc_done",
+                            deleted=len(report.deleted),
+                            kept=len(report.kept),
+                            pinned=len(report.pinned),
+                        )
+                    )
+                    refresh()
+
+            ui.button(t("lib.gc"), icon="cleaning_services", on_click=gc).props(
+                "outline dense"
+            ).mark("gc-button")
+        for s in items:
+            with ui.row().classes("w-full items-center no-wrap").mark("snapshot-row"):
+                ui.label(
+                    t(
+                        "lib.snapshot_row",
+                        created=s.created_at,
+                        status=s.status,
+                        documents=s.documents,
+                        blocks=s.blocks,
+                        failed=s.failed,
+                    )
+                ).classes("grow text-sm")
+                if s.active:
+                    ui.badge(t("lib.active")).mark("active-snapshot")
+                elif s.status in ("ready", "ready_partial"):
+
+                    def activate(sid: str = s.id) -> None:
+                        try:
+                            service.activate(sid)
+                        except Exception as exc:  # e.g. damaged snapshot: say so
+                            show_error(t, exc)
+                            return
+                        ui.notify(t("lib.activated", id=sid), type="positive")
+                        refresh()
+
+                    ui.button(t("lib.activate"), on_click=activate).props("outline dense").mark(
+                        "activate-button"
+                    )

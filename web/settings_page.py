@@ -1,0 +1,175 @@
+"""The settings page: budgets, chat and embedding models and base URLs, prices and caps, proxy
+and CA bundle, retention, trace mode and language, saved to config.toml only after validation
+(the error names the key, the value and what is allowed), plus the two keys with their tests.
+
+Keys are never settings: they go to the credential store through KeyField, never to the file.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nicegui import ui
+
+from actors.ui_service import Config, UiService
+from web.i18n import LANGUAGES, Texts
+from web.key_field import KeyField
+from web.shell import frame, show_error, texts
+
+# (section, key) per group; ("chat.price", key) is the nested price table.
+GROUPS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    (
+        "set.budget",
+        (
+            ("budget", "max_context_tokens"),
+            ("budget", "max_request_tokens"),
+            ("budget", "finalization_reserve_tokens"),
+            ("budget", "max_tool_calls"),
+        ),
+    ),
+    (
+        "set.chat",
+        (
+            ("chat", "base_url"),
+            ("chat", "model"),
+            ("chat", "timeout_s"),
+            ("chat", "max_output_tokens"),
+            ("chat", "daily_cap"),
+            ("chat", "monthly_cap"),
+        ),
+    ),
+    (
+        "set.prices",
+        (
+            ("chat.price", "input_cache_hit"),
+            ("chat.price", "input_cache_miss"),
+            ("chat.price", "output"),
+            ("chat.price", "currency"),
+        ),
+    ),
+    (
+        "set.embedding",
+        (
+            ("embedding", "provider"),
+            ("embedding", "base_url"),
+            ("embedding", "model"),
+            ("embedding", "dimensions"),
+        ),
+    ),
+    ("set.network", (("network", "proxy"), ("network", "ca_bundle"))),
+    (
+        "set.retention",
+        (("snapshots", "keep_last"), ("snapshots", "keep_days"), ("trace", "retention_days")),
+    ),
+    ("set.trace", (("trace", "mode"),)),
+    ("set.language", (("ui", "language"),)),
+)
+
+
+def _value(config: Config, section: str, key: str) -> Any:
+    obj: Any = config
+    for part in section.split("."):
+        obj = getattr(obj, part)
+    return getattr(obj, key)
+
+
+def _choices(t: Texts, section: str, key: str) -> dict[str, str] | None:
+    if (section, key) == ("embedding", "provider"):
+        return {v: t(f"set.provider.{v}") for v in ("local", "openai_compatible")}
+    if (section, key) == ("trace", "mode"):
+        return {v: t(f"set.trace_mode.{v}") for v in ("metadata", "full")}
+    if (section, key) == ("ui", "language"):
+        return {str(k): v for k, v in LANGUAGES.items()}
+    return None
+
+
+def _label(t: Texts, key: str) -> str:
+    return t("set.trace_mode") if key == "mode" else t(f"set.{key}")
+
+
+class SettingsForm:
+    """Inputs for a group of settings; `changes()` gives {section: {key: value}}."""
+
+    def __init__(self, t: Texts, config: Config, fields: tuple[tuple[str, str], ...]) -> None:
+        self.fields: dict[tuple[str, str], Any] = {}
+        self.kinds: dict[tuple[str, str], type] = {}
+        for section, key in fields:
+            value = _value(config, section, key)
+            choices = _choices(t, section, key)
+            mark = f"setting-{section}.{key}"
+            if choices is not None:
+                element: Any = ui.select(choices, value=value, label=_label(t, key))
+            elif isinstance(value, bool) or not isinstance(value, int | float):
+                element = ui.input(_label(t, key), value=str(value))
+            else:
+                element = ui.number(_label(t, key), value=value)
+            self.fields[(section, key)] = element.classes("w-72").mark(mark)
+            self.kinds[(section, key)] = type(value)
+
+    def changes(self) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        for (section, key), element in self.fields.items():
+            value = element.value
+            if self.kinds[(section, key)] is int and isinstance(value, float):
+                value = int(value) if value.is_integer() else value  # 2.5 stays invalid
+            top, _, nested = section.partition(".")
+            target = out.setdefault(top, {})
+            if nested:
+                target = target.setdefault(nested, {})
+            target[key] = value
+        return out
+
+
+def build(service: UiService) -> None:
+    t = texts(service)
+    frame(service, t, "/settings")
+    try:
+        config = service.file_settings()
+    except Exception as exc:  # a damaged config.toml: say how to repair it
+        show_error(t, exc)
+        config = service.config
+    forms: list[SettingsForm] = []
+    with ui.column().classes("w-full max-w-4xl mx-auto gap-4"):
+        ui.label(t("set.title")).classes("text-xl font-semibold")
+        overridden = service.env_overrides()
+        if overridden:
+            ui.label(t("set.env_note", keys=", ".join(overridden))).classes(
+                "text-sm bg-blue-50 p-2 rounded"
+            ).mark("env-note")
+        with ui.card().classes("w-full"):
+            ui.label(t("set.keys")).classes("text-base font-semibold")
+            if not service.keyring_available():
+                ui.label(t("set.no_keyring")).classes("text-sm bg-amber-50 p-2 rounded").mark(
+                    "no-keyring"
+                )
+            KeyField(service, t, "deepseek")
+            KeyField(service, t, "embedding")
+        for title, fields in GROUPS:
+            with ui.card().classes("w-full"):
+                ui.label(t(title)).classes("text-base font-semibold")
+                with ui.row().classes("gap-4"):
+                    forms.append(SettingsForm(t, config, fields))
+        error = ui.label().classes("text-red-700 text-sm").mark("settings-error")
+
+        async def save() -> None:
+            changes: dict[str, dict[str, Any]] = {}
+            for form in forms:
+                for section, values in form.changes().items():
+                    for key, value in values.items():
+                        if isinstance(value, dict):
+                            changes.setdefault(section, {}).setdefault(key, {}).update(value)
+                        else:
+                            changes.setdefault(section, {})[key] = value
+            language_before = service.config.ui.language
+            try:
+                await service.save_settings(changes)
+            except Exception as exc:  # a validation error names the key and what is allowed
+                error.set_text(t("set.invalid", message=str(exc)))
+                show_error(t, exc)
+                return
+            error.set_text("")
+            ui.notify(t("set.saved"), type="positive")
+            if service.config.ui.language != language_before:
+                ui.navigate.reload()
+
+        ui.button(t("set.save"), icon="save", on_click=save).mark("settings-save")

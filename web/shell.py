@@ -1,0 +1,79 @@
+"""The frame every page shares: header with navigation, collection and language, and the one
+way pages report errors (what happened and what to do, never a traceback).
+
+It never reads settings or data itself; everything comes from the UiService.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from nicegui import ui
+
+from actors.ui_service import USER_ERRORS, UiService
+from web.i18n import LANGUAGES, Texts
+
+NAV = (
+    ("/", "nav.ask", "chat"),
+    ("/library", "nav.library", "folder"),
+    ("/traces", "nav.traces", "timeline"),
+    ("/settings", "nav.settings", "settings"),
+)
+
+
+def texts(service: UiService) -> Texts:
+    return Texts(service.config.ui.language)
+
+
+def frame(service: UiService, t: Texts, current: str) -> None:
+    """Header and page title; call first in every page builder."""
+    ui.page_title(f"{t('app.title')} — {t(_title_key(current))}")
+    with ui.header().classes("items-center gap-2 bg-slate-800 px-4 py-2"):
+        ui.label(t("app.title")).classes("text-lg font-semibold mr-4")
+        for path, key, icon in NAV:
+            button = ui.button(t(key), icon=icon, on_click=lambda p=path: ui.navigate.to(p))
+            button.props("flat no-caps" + (" outline" if path == current else "")).classes(
+                "text-white"
+            )
+            button.mark(f"nav-{path.strip('/') or 'ask'}")
+        ui.space()
+        ui.label(f"{t('shell.collection')}: {service.current_collection()}").classes(
+            "text-sm opacity-80"
+        ).mark("current-collection")
+
+        async def switch(e: Any) -> None:
+            if e.value != service.config.ui.language:
+                await guarded(t, service.save_settings, {"ui": {"language": e.value}})
+                ui.navigate.reload()
+
+        ui.select(dict(LANGUAGES), value=service.config.ui.language, on_change=switch).props(
+            "dense dark options-dense borderless"
+        ).classes("w-24").mark("language")
+
+
+def _title_key(path: str) -> str:
+    for p, key, _ in NAV:
+        if p == path:
+            return key
+    return "nav.wizard"
+
+
+def show_error(t: Texts, exc: BaseException) -> None:
+    if isinstance(exc, USER_ERRORS):
+        ui.notify(t("error.prefix", detail=str(exc)), type="negative", multi_line=True)
+    else:
+        detail = f"{type(exc).__name__}: {exc}"
+        ui.notify(t("error.unexpected", detail=detail), type="negative", multi_line=True)
+
+
+async def guarded(t: Texts, func: Callable[..., Any], *args: Any, **kw: Any) -> Any:
+    """Run `func` (sync or async); on failure tell the person and return None."""
+    try:
+        result = func(*args, **kw)
+        if isinstance(result, Awaitable):
+            return await result
+        return result
+    except Exception as exc:  # shown to the person; cancellation still propagates
+        show_error(t, exc)
+        return None

@@ -1,0 +1,212 @@
+"""The traces page: the list of requests, and for one trace its span tree (timings, tokens,
+cost, budget decisions, tool calls), with evidence replay and retrieval replay.
+
+Trace content (prompts, tool payloads) is untrusted text: shown as plain text, never HTML.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from nicegui import ui
+
+from actors.ui_service import TraceRecord, UiService
+from web.i18n import Texts
+from web.shell import frame, show_error, texts
+
+LIST_LIMIT = 100
+_SHOWN_ATTRIBUTES = (
+    "gen_ai.request.model",
+    "gen_ai.usage.input_tokens",
+    "gen_ai.usage.output_tokens",
+    "citewise.cost",
+    "gen_ai.tool.name",
+    "citewise.tool.args",
+    "citewise.tool.outcome",
+    "citewise.harness_status",
+    "citewise.termination_reason",
+    "citewise.error.message",
+)
+
+
+def build(service: UiService, trace_id: str | None = None) -> None:
+    t = texts(service)
+    frame(service, t, "/traces")
+    with ui.row().classes("w-full no-wrap items-start gap-4"):
+        with ui.column().classes("w-96 shrink-0 gap-1").mark("trace-list"):
+            _trace_list(service, t, trace_id)
+        with ui.column().classes("grow min-w-0"):
+            if trace_id:
+                _trace_detail(service, t, trace_id)
+            else:
+                ui.label(t("tr.pick")).classes("text-sm text-slate-500")
+
+
+def _trace_list(service: UiService, t: Texts, selected: str | None) -> None:
+    ui.label(t("tr.list")).classes("text-base font-semibold")
+    try:
+        traces = service.traces(LIST_LIMIT)
+    except Exception as exc:  # a damaged store: the page still opens and says so
+        show_error(t, exc)
+        return
+    if not traces:
+        ui.label(t("tr.none")).classes("text-sm").mark("no-traces")
+    for s in traces:
+        chosen = selected is not None and s.trace_id.startswith(selected)
+        with (
+            ui.card()
+            .classes("w-full p-2 cursor-pointer " + ("bg-blue-50" if chosen else ""))
+            .on("click", lambda tid=s.trace_id: ui.navigate.to(f"/traces?id={tid}"))
+            .mark("trace-row")
+        ):
+            ui.label(s.question or s.kind).classes("text-sm font-medium line-clamp-2")
+            ui.label(
+                t(
+                    "tr.row",
+                    started=s.started_at,
+                    status=s.status,
+                    reason=s.termination_reason or "–",
+                    tokens=s.tokens,
+                    cost=f"{s.cost:.4f}",
+                    currency=s.currency,
+                )
+            ).classes("text-xs text-slate-500")
+
+
+def _depths(record: TraceRecord) -> list[tuple[int, Any]]:
+    """Spans in tree order (parents before children, siblings by start) with their depth."""
+    children: dict[str | None, list[Any]] = {}
+    ids = {s.span_id for s in record.spans}
+    for span in record.spans:
+        parent = span.parent_id if span.parent_id in ids else None
+        children.setdefault(parent, []).append(span)
+    out: list[tuple[int, Any]] = []
+
+    def walk(parent: str | None, depth: int) -> None:
+        for span in sorted(children.get(parent, []), key=lambda s: (s.start, s.span_id)):
+            out.append((depth, span))
+            walk(span.span_id, depth + 1)
+
+    walk(None, 0)
+    return out
+
+
+def _trace_detail(service: UiService, t: Texts, trace_id: str) -> None:
+    try:
+        record = service.trace(trace_id)
+    except Exception as exc:  # unknown id: say so
+        show_error(t, exc)
+        return
+    s = record.summary
+    with ui.card().classes("w-full").mark("trace-detail"):
+        ui.label(s.question or s.kind).classes("text-base font-semibold")
+        ui.label(
+            t(
+                "tr.summary",
+                status=s.status,
+                reason=s.termination_reason or "–",
+                tokens=s.tokens,
+                cost=f"{s.cost:.4f}",
+                currency=s.currency,
+                ms=round(s.duration_ms or 0),
+                snapshot=s.snapshot_id or "–",
+                mode=s.mode,
+            )
+        ).classes("text-sm")
+        if s.partial or s.dropped:
+            ui.label(t("tr.partial", dropped=s.dropped)).classes(
+                "text-sm bg-amber-100 p-2 rounded"
+            ).mark("trace-partial")
+        buttons = ui.row()
+        replay = ui.column().classes("w-full gap-1").mark("replay-output")
+        with buttons:
+            ui.button(
+                t("tr.evidence"), on_click=lambda: _evidence(service, t, s.trace_id, replay)
+            ).props("outline").mark("evidence-replay")
+            ui.button(
+                t("tr.retrieval"), on_click=lambda: _retrieval(service, t, s.trace_id, replay)
+            ).props("outline").mark("retrieval-replay")
+    with ui.card().classes("w-full").mark("span-tree"):
+        ui.label(t("tr.spans")).classes("text-base font-semibold")
+        t0 = min((sp.start for sp in record.spans), default=0.0)
+        for depth, span in _depths(record):
+            duration = "…" if span.duration_ms is None else f"{span.duration_ms:.0f} ms"
+            title = (
+                f"{span.kind} · {span.name} · +{(span.start - t0) * 1000:.0f} ms · "
+                f"{duration} · {span.status}"
+            )
+            with (
+                ui.expansion(title)
+                .classes("w-full text-sm")
+                .style(f"padding-left: {depth * 1.2}rem")
+                .mark("span-row")
+            ):
+                for key in _SHOWN_ATTRIBUTES:
+                    if key in span.attributes:
+                        ui.label(f"{key} = {span.attributes[key]}").classes("text-xs")
+                if span.status_message:
+                    ui.label(span.status_message).classes("text-xs text-red-700")
+                other = {k: v for k, v in span.attributes.items() if k not in _SHOWN_ATTRIBUTES}
+                if other:
+                    ui.label(json.dumps(other, ensure_ascii=False, indent=1)).classes(
+                        "text-xs whitespace-pre-wrap text-slate-500"
+                    )
+
+
+def _evidence(service: UiService, t: Texts, trace_id: str, box: ui.column) -> None:
+    box.clear()
+    try:
+        replay = service.evidence_replay(trace_id)
+    except Exception as exc:  # shown to the person
+        show_error(t, exc)
+        return
+    with box:
+        if not replay.available:
+            ui.label(t("tr.evidence_unavailable", message=replay.message)).classes(
+                "text-sm bg-blue-50 p-2 rounded"
+            ).mark("evidence-unavailable")
+            return
+        for call in replay.model_inputs:
+            with (
+                ui.expansion(t("tr.model_input", turn=call.turn, attempt=call.attempt))
+                .classes("w-full")
+                .mark("evidence-model-input")
+            ):
+                for message in call.messages or []:
+                    ui.label(f"[{message.role}]").classes("text-xs font-semibold")
+                    ui.label(message.content).classes("text-xs whitespace-pre-wrap")
+                if call.problem:
+                    ui.label(call.problem).classes("text-xs text-red-700")
+        for output in replay.tool_outputs:
+            with (
+                ui.expansion(t("tr.tool_output", call=output.call, tool=output.tool))
+                .classes("w-full")
+                .mark("evidence-tool-output")
+            ):
+                ui.label(json.dumps(output.payload, ensure_ascii=False, indent=1)).classes(
+                    "text-xs whitespace-pre-wrap"
+                )
+
+
+async def _retrieval(service: UiService, t: Texts, trace_id: str, box: ui.column) -> None:
+    box.clear()
+    try:
+        replay = await service.retrieval_replay(trace_id)
+    except Exception as exc:  # shown to the person
+        show_error(t, exc)
+        return
+    with box:
+        ui.label(replay.message).classes("text-sm").mark("retrieval-message")
+        for diff in replay.calls:
+            verdict = t("tr.same") if diff.same_blocks and diff.same_order else t("tr.differs")
+            ui.label(
+                t(
+                    "tr.diff",
+                    call=diff.call,
+                    tool=diff.tool,
+                    verdict=verdict,
+                    added=len(diff.added),
+                    removed=len(diff.removed),
+                )
+            ).classes("text-xs").mark("retrieval-diff")
