@@ -3,15 +3,16 @@
 Files: `bm25.terms` (sorted terms, UTF-8, concatenated), `bm25.dict` ([terms+1] rows of byte
 offsets into terms, postings and tf), `bm25.postings` (one serialized roaring bitmap of block
 ordinals per term), `bm25.tf` (term frequencies aligned with each bitmap's ascending order),
-`bm25.lengths` (tokens per block). Opening reads nothing: a term is found by binary search in
-the mapped dictionary, so open time does not grow with the vocabulary. Never rank by anything
-but the formula below, and never score a block that holds no query term.
+`bm25.lengths` (tokens per block). Opening reads nothing (term keys for the vectorised lookup
+are derived on the first query). Never rank by anything but the formula below, and never score
+a block that holds no query term.
 """
 
 from __future__ import annotations
 
 import array
 import math
+import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -114,8 +115,67 @@ def idf(df: int, n: int) -> float:
     return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
 
+_Scored = tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]  # ordinals, contributions
+
+# Terms in at least this many blocks are worth caching: below, decoding costs microseconds.
+_HOT_MIN_DF = 512
+HOT_CACHE_BYTES = 32 << 20
+
+
+class _HotTerms:
+    """A least-recently-used cache of scored postings, bounded in bytes; thread-safe.
+
+    Entries are derived from immutable files, so a hit is always exact; only memory is at stake.
+    """
+
+    def __init__(self, budget: int) -> None:
+        self._budget = budget
+        self._entries: dict[int, _Scored] = {}
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, term: int) -> _Scored | None:
+        with self._lock:
+            entry = self._entries.pop(term, None)
+            if entry is not None:
+                self._entries[term] = entry  # now the most recently used
+            return entry
+
+    def put(self, term: int, entry: _Scored) -> _Scored:
+        """Keep `entry` (made read-only: it is shared by every later query) and return it."""
+        for part in entry:
+            part.setflags(write=False)
+        size = entry[0].nbytes + entry[1].nbytes
+        if size > self._budget:
+            return entry
+        with self._lock:
+            old = self._entries.pop(term, None)
+            if old is not None:
+                self._bytes -= old[0].nbytes + old[1].nbytes
+            while self._entries and self._bytes + size > self._budget:
+                victim = self._entries.pop(next(iter(self._entries)))
+                self._bytes -= victim[0].nbytes + victim[1].nbytes
+            self._entries[term] = entry
+            self._bytes += size
+        return entry
+
+    @property
+    def nbytes(self) -> int:
+        return self._bytes
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+
 class Bm25Index:
-    """Read side over the mapped files; safe for concurrent readers (no mutable state)."""
+    """Read side over the mapped files; safe for concurrent readers.
+
+    State beyond the maps, all derived from them on first use (never at open): an 8-byte key
+    per term for the vectorised lookup, the length normalisation per block (built twice by
+    racing readers at worst, never wrong), and a locked, byte-bounded cache of hot terms.
+    """
 
     def __init__(
         self,
@@ -125,51 +185,109 @@ class Bm25Index:
         postings: Mapped,
         tf: Mapped,
         lengths: Mapped,
+        *,
+        cache_bytes: int = HOT_CACHE_BYTES,
     ) -> None:
         self.stats = stats
         self._terms = terms
-        self._table: npt.NDArray[np.void] = np.frombuffer(table, dtype=DICT_DTYPE)
+        # The packed dictionary rows as an [n_terms + 1, 3] matrix: term, posting, tf offsets.
+        self._rows: npt.NDArray[np.uint32] = np.frombuffer(table, dtype="<u4").reshape(-1, 3)
         self._postings = postings
         self._tf: npt.NDArray[np.unsignedinteger] = np.frombuffer(tf, dtype=stats.tf_dtype)
         self._lengths: npt.NDArray[np.uint32] = np.frombuffer(lengths, dtype="<u4")
-        if len(self._table) != stats.n_terms + 1:
-            raise ValueError(f"{DICT} has {len(self._table)} rows for {stats.n_terms} terms")
+        if len(self._rows) != stats.n_terms + 1:
+            raise ValueError(f"{DICT} has {len(self._rows)} rows for {stats.n_terms} terms")
         if len(self._lengths) != stats.n_blocks:
             raise ValueError(f"{LENGTHS} has {len(self._lengths)} blocks, not {stats.n_blocks}")
-        self._term_offsets: npt.NDArray[np.uint64] = self._table["term"]
+        self._keys: npt.NDArray[np.uint64] | None = None
+        self._norm: npt.NDArray[np.float64] | None = None
+        # Every contribution is > 0 with k1 >= 0 and 0 <= b <= 1, so a summed score of 0
+        # means "no term"; other parameters take the path that does not rely on it.
+        self._positive = stats.k1 >= 0 and 0 <= stats.b <= 1
+        self._hot = _HotTerms(cache_bytes)
 
     def release(self) -> None:
         """Drop every array that views the maps so they can be closed."""
-        self._table = np.zeros(0, dtype=DICT_DTYPE)
-        self._term_offsets = np.zeros(0, dtype=np.uint64)
+        self._rows = np.zeros((0, 3), dtype=np.uint32)
         self._tf = np.zeros(0, dtype=np.uint16)
         self._lengths = np.zeros(0, dtype=np.uint32)
+        self._keys = np.zeros(0, dtype=np.uint64)
+        self._norm = np.zeros(0, dtype=np.float64)
+        self._hot.clear()
         self._terms = b""
         self._postings = b""
 
     def term_id(self, term: str) -> int | None:
-        """Binary search of the sorted, mapped term dictionary."""
-        target = term.encode("utf-8")
-        offsets = self._term_offsets
-        lo, hi = 0, self.stats.n_terms
-        while lo < hi:
-            mid = (lo + hi) // 2
-            probe = self._terms[int(offsets[mid]) : int(offsets[mid + 1])]
-            if probe < target:
-                lo = mid + 1
-            elif probe > target:
-                hi = mid
-            else:
-                return mid
-        return None
+        """The id of `term` in the sorted dictionary, or None."""
+        return self.term_ids([term])[0]
+
+    def term_ids(self, terms: Sequence[str]) -> list[int | None]:
+        """Ids of `terms` (None where absent): one searchsorted over 8-byte term prefixes for
+        all of them, then a byte comparison inside the (nearly always 1-long) equal-prefix run."""
+        encoded = [t.encode("utf-8") for t in terms]
+        if not encoded:
+            return []
+        keys = self._prefix_keys()
+        wanted = np.fromiter(map(_prefix_key, encoded), dtype=np.uint64, count=len(encoded))
+        lows = np.searchsorted(keys, wanted, "left").tolist()
+        highs = np.searchsorted(keys, wanted, "right").tolist()
+        offsets = self._rows[:, 0]
+        found: list[int | None] = []
+        for target, lo, hi in zip(encoded, lows, highs, strict=True):
+            hit = None
+            while lo < hi:  # binary search among the terms sharing the prefix, in byte order
+                mid = (lo + hi) // 2
+                probe = self._terms[int(offsets[mid]) : int(offsets[mid + 1])]
+                if probe < target:
+                    lo = mid + 1
+                elif probe > target:
+                    hi = mid
+                else:
+                    hit = mid
+                    break
+            found.append(hit)
+        return found
+
+    def _prefix_keys(self) -> npt.NDArray[np.uint64]:
+        """Each term's first 8 UTF-8 bytes as a big-endian integer, zero-padded.
+
+        Terms are in byte order, so the keys are non-decreasing and the terms equal to a query
+        term are all in the run of keys equal to its key.
+        """
+        keys = self._keys
+        if keys is None:
+            offsets = self._rows[:, 0].astype(np.int64)
+            starts, sizes = offsets[:-1], np.diff(offsets)
+            data = np.frombuffer(self._terms, dtype=np.uint8)
+            keys = np.zeros(len(starts), dtype=np.uint64)
+            for j in range(8):
+                present = np.flatnonzero(sizes > j)
+                keys[present] |= data[starts[present] + j].astype(np.uint64) << np.uint64(
+                    56 - 8 * j
+                )
+            self._keys = keys
+        return keys
+
+    def _length_norm(self) -> npt.NDArray[np.float64]:
+        """k1 * (1 - b + b * dl / avgdl) per block, the term-independent part of BM25."""
+        norm = self._norm
+        if norm is None:
+            k1, b = self.stats.k1, self.stats.b
+            n = self.stats.n_blocks
+            avgdl = self.stats.total_length / n if self.stats.total_length else 1.0
+            dl = self._lengths.astype(np.float64)
+            norm = k1 * (1.0 - b + b * dl / avgdl)
+            self._norm = norm
+        return norm
 
     def postings(self, term_id: int) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float64]]:
         """(ascending block ordinals, term frequencies) of one term."""
-        row = self._table[term_id : term_id + 2]
-        raw = self._postings[int(row["posting"][0]) : int(row["posting"][1])]
-        ordinals = np.frombuffer(BitMap.deserialize(raw).to_array(), dtype=np.uint32)
-        tf = self._tf[int(row["tf"][0]) : int(row["tf"][1])].astype(np.float64)
-        return ordinals, tf
+        (_, p0, t0), (_, p1, t1) = self._rows[term_id : term_id + 2].tolist()
+        return self._ordinals(p0, p1), self._tf[t0:t1].astype(np.float64)
+
+    def _ordinals(self, start: int, end: int) -> npt.NDArray[np.uint32]:
+        bitmap = BitMap.deserialize(self._postings[start:end])
+        return np.frombuffer(bitmap.to_array(), dtype=np.uint32)
 
     def search(
         self, tokens: Sequence[str], k: int, ranges: Sequence[tuple[int, int]] | None = None
@@ -187,52 +305,141 @@ class Bm25Index:
         self, tokens: Sequence[str], ranges: Sequence[tuple[int, int]] | None = None
     ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float64]]:
         """Every block in `ranges` holding >= 1 of `tokens`: (ascending ordinals, BM25 scores),
-        unranked, for callers that combine BM25 with other evidence before ranking."""
+        unranked, for callers that combine BM25 with other evidence before ranking.
+
+        Work is proportional to the postings of the query terms: they are decoded and scored
+        in one pass over their concatenation, then summed per block in token order (so a
+        score is bit-identical to adding the terms' contributions one by one).
+        """
         n = self.stats.n_blocks
         none = (np.zeros(0, dtype=np.uint32), np.zeros(0, dtype=np.float64))
         if n == 0 or not tokens:
             return none
-        k1, b = self.stats.k1, self.stats.b
-        avgdl = self.stats.total_length / n if self.stats.total_length else 1.0
-        mask: npt.NDArray[np.bool_] | None = None
-        if ranges is not None:
-            mask = np.zeros(n, dtype=np.bool_)
-            for start, end in ranges:
-                mask[start:end] = True
-        found: list[tuple[npt.NDArray[np.uint32], npt.NDArray[np.float64]]] = []
-        for token in tokens:
-            term = self.term_id(token)
-            if term is None:
-                continue
-            ordinals, tf = self.postings(term)
-            weight = idf(len(ordinals), n)
-            if mask is not None:
-                keep = mask[ordinals]
-                ordinals, tf = ordinals[keep], tf[keep]
-            if len(ordinals) == 0:
-                continue
-            dl = self._lengths[ordinals].astype(np.float64)
-            found.append((ordinals, weight * tf / (tf + k1 * (1.0 - b + b * dl / avgdl))))
-        if not found:
+        ids = [t for t in self.term_ids(tokens) if t is not None]
+        if not ids:
             return none
-        if len(found) == 1:
-            return found[0]
-        dense = np.zeros(n, dtype=np.float64)
-        hit = np.zeros(n, dtype=np.bool_)
-        for ordinals, contribution in found:
-            dense[ordinals] += contribution  # ordinals are distinct within one term
-            hit[ordinals] = True
-        candidates = np.flatnonzero(hit).astype(np.uint32)
-        return candidates, dense[candidates]
+        here = np.asarray(ids, dtype=np.intp)
+        rows = zip(self._rows[here].tolist(), self._rows[here + 1].tolist(), strict=True)
+        pieces: list[_Scored | None] = []
+        cold: list[tuple[int, int, int, int, int]] = []  # term id, postings and tf offsets
+        for term, ((_, p0, t0), (_, p1, t1)) in zip(ids, rows, strict=True):
+            hot = self._hot.get(term)
+            pieces.append(hot)
+            if hot is None:
+                cold.append((term, p0, p1, t0, t1))
+        fresh = iter(self._score_terms(cold) if cold else [])
+        scored = [next(fresh) if piece is None else piece for piece in pieces]
+        if len(scored) == 1:
+            ordinals, contribution = scored[0]
+        else:
+            ordinals = np.concatenate([o for o, _ in scored])
+            contribution = np.concatenate([c for _, c in scored])
+        if ranges is not None:
+            keep = _in_ranges(ordinals, ranges)
+            ordinals, contribution = ordinals[keep], contribution[keep]
+            if len(ordinals) == 0:
+                return none
+        if len(scored) == 1:  # copies: the cached arrays are shared and read-only
+            return ordinals.astype(np.uint32), contribution.copy()
+        return self._sum_per_block(ordinals, contribution)
+
+    def _score_terms(self, terms: list[tuple[int, int, int, int, int]]) -> list[_Scored]:
+        """(ordinals, contributions) of each term, computed in one pass over them all; terms
+        with many postings are kept in the hot-term cache."""
+        n = self.stats.n_blocks
+        parts = [self._ordinals(p0, p1) for _, p0, p1, _, _ in terms]
+        dfs = [t1 - t0 for *_, t0, t1 in terms]
+        ordinals = np.concatenate(parts, dtype=np.intp)
+        tf = np.concatenate([self._tf[t0:t1] for *_, t0, t1 in terms], dtype=np.float64)
+        weight = np.repeat(np.array([idf(df, n) for df in dfs], dtype=np.float64), dfs)
+        contribution = weight * tf / (tf + self._length_norm()[ordinals])
+        out: list[_Scored] = []
+        start = 0
+        for (term, *_), df in zip(terms, dfs, strict=True):
+            piece = (ordinals[start : start + df], contribution[start : start + df])
+            if df >= _HOT_MIN_DF:  # copies: a cached slice must not pin the whole batch
+                piece = self._hot.put(term, (piece[0].copy(), piece[1].copy()))
+            out.append(piece)
+            start += df
+        return out
+
+    def _sum_per_block(
+        self, ordinals: npt.NDArray[np.intp], contribution: npt.NDArray[np.float64]
+    ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float64]]:
+        """Sum the contributions of each distinct ordinal, in their order of appearance.
+
+        np.bincount adds its weights one by one in array order, so either way a block's score
+        is ((c1 + c2) + c3)... over the query terms in order. Many postings: one dense array of
+        n_blocks. Few: a stable sort (a merge of the per-term ascending runs) to compact them.
+        """
+        n = self.stats.n_blocks
+        if self._positive and len(ordinals) * _DENSE_RATIO >= n:
+            dense = np.asarray(
+                np.bincount(ordinals, weights=contribution, minlength=n), dtype=np.float64
+            )
+            hit = np.flatnonzero(dense > 0)
+            return hit.astype(np.uint32), dense[hit]
+        order = np.argsort(ordinals, kind="stable")
+        ordered = ordinals[order]
+        first = np.empty(len(ordered), dtype=np.bool_)
+        first[:1] = True
+        np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+        slot = np.cumsum(first) - 1
+        candidates = ordered[first]
+        summed = np.bincount(slot, weights=contribution[order], minlength=len(candidates))
+        return candidates.astype(np.uint32), np.asarray(summed, dtype=np.float64)
+
+
+# Dense accumulation once the postings reach 1/_DENSE_RATIO of the blocks (measured crossover).
+_DENSE_RATIO = 8
+
+
+def _prefix_key(term: bytes) -> int:
+    return int.from_bytes(term[:8].ljust(8, b"\x00"), "big")
+
+
+def _in_ranges(
+    ordinals: npt.NDArray[np.intp], ranges: Sequence[tuple[int, int]]
+) -> npt.NDArray[np.bool_]:
+    """Which ordinals fall in any [start, end) of `ranges` (in any order, overlapping or not)."""
+    spans = sorted((start, end) for start, end in ranges if start < end)
+    if not spans:
+        return np.zeros(len(ordinals), dtype=np.bool_)
+    starts = np.array([s for s, _ in spans], dtype=np.int64)
+    # The furthest end among spans starting at or before each start: covers overlaps.
+    ends = np.maximum.accumulate(np.array([e for _, e in spans], dtype=np.int64))
+    at = np.searchsorted(starts, ordinals, "right") - 1
+    return (at >= 0) & (ordinals < ends[np.maximum(at, 0)])
 
 
 def top_k(
     ordinals: npt.NDArray[np.unsignedinteger], scores: npt.NDArray[np.float64], k: int
 ) -> list[tuple[int, float]]:
     """The best `k` by score desc, ties by ordinal asc, exactly (ties at the cut included)."""
+    if k <= 0:
+        return []
     if len(scores) > k:
-        threshold = np.partition(scores, len(scores) - k)[len(scores) - k]
-        keep = scores >= threshold
+        keep = np.flatnonzero(scores >= _top_k_floor(scores, k))
         ordinals, scores = ordinals[keep], scores[keep]
     order = np.lexsort((ordinals, -scores))[:k]
     return [(int(ordinals[i]), float(scores[i])) for i in order]
+
+
+_CHUNK = 64
+
+
+def _top_k_floor(scores: npt.NDArray[np.float64], k: int) -> float:
+    """A value no greater than the k-th largest score, and usually equal or close to it.
+
+    Below k * _CHUNK scores: the k-th largest itself. Above: the k-th largest of the maxima of
+    _CHUNK-long chunks; k distinct chunks have a maximum at least that large, so at least k
+    scores are >= it. Partitioning the maxima is ~_CHUNK times cheaper than the scores.
+    """
+    size = len(scores)
+    if size < k * _CHUNK:
+        return float(np.partition(scores, size - k)[size - k])
+    whole = size - size % _CHUNK
+    maxima = scores[:whole].reshape(-1, _CHUNK).max(axis=1)
+    if whole < size:
+        maxima = np.append(maxima, scores[whole:].max())
+    return float(np.partition(maxima, len(maxima) - k)[len(maxima) - k])

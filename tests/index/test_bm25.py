@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import bm25s
+import msgspec
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from index.bm25 import FILES, Bm25Index, top_k, write_bm25
+from index.bm25 import FILES, Bm25Index, Bm25Stats, idf, top_k, write_bm25
 from index.fsutil import close_map, map_file
 from index.textnorm import document_tokens, query_tokens
 
@@ -45,10 +49,15 @@ def corpus() -> list[list[str]]:
     return [document_tokens(t) for t in texts]
 
 
-def open_index(directory: Path, token_lists: list[list[str]]) -> Iterator[Bm25Index]:
-    _, stats = write_bm25(directory, token_lists, k1=K1, b=B)
+def open_index(
+    directory: Path, token_lists: list[list[str]], cache_bytes: int = 32 << 20
+) -> Generator[Bm25Index, None, None]:
+    if not (directory / FILES[0]).exists():
+        _, stats = write_bm25(directory, token_lists, k1=K1, b=B)
+        (directory / "stats").write_bytes(msgspec.msgpack.encode(stats))
+    stats = msgspec.msgpack.decode((directory / "stats").read_bytes(), type=Bm25Stats)
     maps = [map_file(directory / name) for name in FILES]
-    index = Bm25Index(stats, *maps)
+    index = Bm25Index(stats, *maps, cache_bytes=cache_bytes)
     try:
         yield index
     finally:
@@ -135,3 +144,105 @@ def test_an_empty_index_answers_nothing(tmp_path: Path) -> None:
     for idx in open_index(tmp_path, []):
         assert idx.search(["anything"], k=5) == []
         assert idx.term_id("anything") is None
+
+
+def exact_scores(
+    blocks: list[list[str]], tokens: list[str], ranges: list[tuple[int, int]] | None = None
+) -> dict[int, float]:
+    """BM25 per block the slow way: each token's contribution added in query-token order."""
+    n = len(blocks)
+    avgdl = sum(map(len, blocks)) / n
+    df = {t: sum(t in b for b in blocks) for t in tokens}
+    out: dict[int, float] = {}
+    for ordinal, block in enumerate(blocks):
+        if ranges is not None and not any(a <= ordinal < e for a, e in ranges):
+            continue
+        total, hit = 0.0, False
+        for t in tokens:
+            tf = float(block.count(t))
+            if tf:
+                norm = K1 * (1.0 - B + B * np.float64(len(block)) / avgdl)
+                total += idf(df[t], n) * tf / (tf + norm)
+                hit = True
+        if hit:
+            out[ordinal] = total
+    return out
+
+
+WORDS = [
+    "a",
+    "b",
+    "docs",
+    "document",
+    "documents",
+    "documentation",
+    "documentary",
+    "软件包",
+    "软件",
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=12), min_size=1, max_size=40),
+    st.lists(st.sampled_from([*WORDS, "documentz", "doc", "absent"]), min_size=1, max_size=6),
+    st.lists(st.tuples(st.integers(0, 40), st.integers(0, 40)), max_size=3),
+)
+def test_scores_are_bit_identical_to_adding_term_contributions_in_order(
+    blocks: list[list[str]], tokens: list[str], spans: list[tuple[int, int]]
+) -> None:
+    # Terms sharing their first 8 bytes exercise the prefix lookup; duplicates count twice.
+    with tempfile.TemporaryDirectory() as tmp:
+        for idx in open_index(Path(tmp), blocks):
+            for ranges in (None, spans):
+                ordinals, scores = idx.scores(tokens, ranges)
+                assert ordinals.dtype == np.uint32
+                assert dict(zip(ordinals.tolist(), scores.tolist(), strict=True)) == (
+                    exact_scores(blocks, tokens, ranges)
+                )
+                assert ordinals.tolist() == sorted(set(ordinals.tolist()))
+
+
+def test_term_lookup_finds_every_term_among_shared_prefixes(tmp_path: Path) -> None:
+    terms = sorted(
+        {"document", "documentation", "documentations", "documents", "docu", "软件包"}
+        | {"软件包管理", "ab", "abcdefgh", "abcdefghi", "abcdefgg", "abcdefgi"}
+    )
+    for idx in open_index(tmp_path, [[t] for t in terms]):
+        assert idx.term_ids(terms) == list(range(len(terms)))
+        assert idx.term_ids(["documentatio", "abcdefghh", "软件", "", "zz", "a"]) == [None] * 6
+
+
+def test_cached_hot_terms_score_exactly_like_a_cold_index_within_the_byte_budget(
+    tmp_path: Path,
+) -> None:
+    rng = np.random.default_rng(3)
+    vocab = ["common", "often", "rare", "mid"]
+    blocks = [list(rng.choice(vocab, size=int(rng.integers(1, 9)), p=[0.5, 0.3, 0.05, 0.15]))
+              for _ in range(3_000)]  # fmt: skip
+    query = ["common", "often", "rare", "mid"]
+    opened = [open_index(tmp_path, blocks, cache_bytes=size) for size in (0, 40_000)]
+    cold, idx = (next(o) for o in opened)
+    expected = cold.scores(query)
+    for _ in range(3):  # first call fills the cache, later ones read it
+        got = idx.scores(query)
+        assert np.array_equal(got[0], expected[0]) and np.array_equal(got[1], expected[1])
+        assert 0 < idx._hot.nbytes <= 40_000
+        single = idx.scores(["common"], [(10, 20)])
+        assert np.array_equal(single[1], cold.scores(["common"], [(10, 20)])[1])
+    single[1][:] = 0.0  # a caller may scribble on what it gets without corrupting the cache
+    assert np.array_equal(idx.scores(query)[1], expected[1])
+    for o in opened:
+        o.close()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 30), st.integers(0, 3_000), st.integers(1, 8), st.integers(0, 2**32 - 1))
+def test_top_k_equals_a_full_sort_with_many_ties(k: int, size: int, levels: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    ordinals = rng.permutation(size).astype(np.uint32)
+    scores = rng.integers(0, levels, size).astype(np.float64) / levels
+    expected = sorted(
+        zip(ordinals.tolist(), scores.tolist(), strict=True), key=lambda h: (-h[1], h[0])
+    )
+    assert top_k(ordinals, scores, k) == expected[:k]

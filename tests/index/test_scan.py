@@ -18,9 +18,8 @@ ALPHABET = "aAbsSßẞiIİıΣσςﬁﬂeEéÉ\u0301\u0307\u0308ǅǆKk\u212a软�
 def store(texts: list[str]) -> tuple[bytes, list[int]]:
     """folded.bin and its block starts, laid out as the block store lays them out."""
     folded = [scan_form(t).encode("utf-8") for t in texts]
-    offsets = np.array(
-        [sum(len(f) + 1 for f in folded[:i]) for i in range(len(folded))], dtype=np.uint64
-    )
+    sizes = np.array([len(f) + 1 for f in folded], dtype=np.uint64)
+    offsets = np.cumsum(sizes) - sizes
     joined = b"\x00".join(folded)
     return joined, block_starts(offsets, len(joined))
 
@@ -109,3 +108,52 @@ def test_snippet_contains_the_hit_in_original_form(text: str) -> None:
         return
     shown = snippet(text, fold(text), fold(term), 16).strip("…")
     assert fold(term) in fold(shown)
+
+
+@settings(max_examples=300, deadline=None)
+@given(corpus_and_query(), st.booleans())
+def test_numpy_and_find_methods_both_equal_the_naive_count(
+    case: tuple[list[str], str, list[tuple[int, int]]], vectorised: bool
+) -> None:
+    texts, term, ranges = case
+    folded, starts = store(texts)
+    got = scan(folded, starts, fold(term), ranges, vectorised=vectorised)
+    assert got == naive(texts, term, ranges)
+
+
+def test_forcing_numpy_on_a_self_overlapping_term_still_counts_non_overlapping() -> None:
+    folded, starts = store(["aaaaa", "abababa", "x"])
+    assert scan(folded, starts, "aa", [(0, 3)], vectorised=True) == [(0, 2)]
+    assert scan(folded, starts, "aba", [(0, 3)], vectorised=True) == [(1, 2)]
+
+
+def test_scan_across_many_numpy_chunks_equals_the_naive_count() -> None:
+    # ~5 MB of folded text: more than two 2 MiB passes, with hits straddling chunk edges.
+    rng = np.random.default_rng(7)
+    words = ["the", "other", "软件包", "lock", "锁", "theme", "ſ", "x"]
+    texts = [" ".join(rng.choice(words, size=int(rng.integers(20, 80)))) for _ in range(20_000)]
+    folded, starts = store(texts)
+    assert len(folded) > 2 * (1 << 21) + 1
+    everything = [(0, len(texts))]
+    for term in ("the", "软件包", "锁 lock", "ſ x"):
+        expected = naive(texts, term, everything)
+        assert expected
+        assert scan(folded, starts, fold(term), everything) == expected
+    scoped = [(5, 6_000), (12_000, 19_999)]
+    assert scan(folded, starts, "other", scoped) == naive(texts, "other", scoped)
+
+
+def test_a_list_of_starts_works_like_block_starts() -> None:
+    texts = ["the cat", "no", "then the"]
+    folded, starts = store(texts)
+    assert scan(folded, list(starts), "the", [(0, 3)], vectorised=True) == [(0, 1), (2, 2)]
+
+
+def test_matches_starting_on_every_byte_around_numpy_chunk_edges_are_counted() -> None:
+    # One ~4.5 MB block of back-to-back "the": with shifts 0, 1, 2 some match starts on each
+    # byte next to the 2 MiB pass boundaries, and a match may straddle them.
+    for shift in range(3):
+        texts = ["a", "x" * shift + "the" * 1_500_000 + " the", "the"]
+        folded, starts = store(texts)
+        assert scan(folded, starts, "the", [(0, 3)]) == [(1, 1_500_001), (2, 1)]
+        assert scan(folded, starts, "xthe", [(1, 2)]) == ([(1, 1)] if shift else [])
