@@ -32,7 +32,7 @@ from engine.document_cache import DocumentCache, document_key
 from engine.embedding import EmbeddingCache, EmbeddingError, EmbeddingProvider, embed_texts
 from engine.parsing import PARSER_VERSIONS, SUPPORTED_SUFFIXES, ParseError, ParseLimits, parse_file
 from engine.paths import DataDir
-from engine.tokens import TokenCounter
+from engine.tokens import TokenCounter, preload
 from index.records import (
     BuildStats,
     DocumentRecord,
@@ -421,6 +421,7 @@ class Ingest:
                     cached, source=target.source, source_label=target.source
                 )
             return _Parsed(target, cached)
+        preload()  # chunking runs in this process: the tokenizer loads while the file parses
         try:
             with anyio.fail_after(PARSE_TIMEOUT_S):
                 parsed = await anyio.to_process.run_sync(

