@@ -19,6 +19,8 @@ import msgspec
 
 from engine.chat.errors import ChatError, StatusContext, error_for_status, redact, vendor_text
 from engine.chat.sse import SSEDecoder, SSEError
+from engine.network import CaBundleError
+from engine.network import ssl_context as network_ssl_context
 
 DEEPSEEK_HOST = "api.deepseek.com"
 
@@ -183,27 +185,11 @@ def _causes(exc: BaseException) -> Iterator[BaseException]:
 
 @functools.lru_cache(maxsize=8)
 def ssl_context(ca_bundle: str | None) -> ssl.SSLContext:
-    """One context per CA setting for the process (loading certificates takes ~0.1 s).
-
-    Without a bundle: the operating system's trust store through `truststore` when it is
-    installed (on Windows it includes the roots a company installs for its proxy), else
-    Python's default certificates. With a bundle: that PEM file alone.
-    """
-    if not ca_bundle:
-        try:
-            import truststore
-        except ImportError:
-            return ssl.create_default_context()
-        return truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    """One context per CA setting for the process (loading certificates takes ~0.1 s)."""
     try:
-        return ssl.create_default_context(cafile=ca_bundle)
-    except (OSError, ssl.SSLError) as exc:
-        raise ChatError(
-            "connection",
-            f"the CA bundle {ca_bundle!r} cannot be used ({exc}); fix network.ca_bundle in the "
-            "settings or clear it to use the system certificates",
-            retryable=False,
-        ) from None
+        return network_ssl_context(ca_bundle)
+    except CaBundleError as exc:
+        raise ChatError("connection", str(exc), retryable=False) from None
 
 
 def http_client(

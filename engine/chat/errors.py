@@ -7,12 +7,12 @@ and the wording of a refused key is never quoted at all (some vendors echo the k
 
 from __future__ import annotations
 
-import email.utils
 import re
-import time
 from typing import Literal
 
 import msgspec
+
+from engine.network import parse_retry_after
 
 ErrorCode = Literal[
     "unauthorized",  # 401/403: the key is wrong, revoked or lacks access
@@ -29,7 +29,6 @@ ErrorCode = Literal[
 RETRYABLE_CODES: frozenset[str] = frozenset(
     {"rate_limited", "server_error", "timeout", "connection", "bad_response"}
 )
-MAX_RETRY_AFTER_S = 30.0  # a longer Retry-After is shortened: the harness retries once at most
 _VENDOR_TEXT_MAX = 300
 _SECRETISH = re.compile(r"(?i)\b(?:sk|pk|ak)-[A-Za-z0-9*._-]{4,}|bearer\s+\S+")
 
@@ -64,24 +63,6 @@ class ChatError(Exception):
     def __reduce__(self) -> tuple[type[ChatError], tuple[str, str], dict[str, object]]:
         # Survives pickling (worker processes, traces), which Exception's default args would not.
         return (type(self), (self.code, self.message), dict(self.__dict__))
-
-
-def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
-    """Seconds to wait from a Retry-After header (delta-seconds or HTTP date), capped at 30 s."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        seconds = when.timestamp() - (time.time() if now is None else now)
-    if seconds != seconds:  # NaN
-        return None
-    return min(max(seconds, 0.0), MAX_RETRY_AFTER_S)
 
 
 def redact(text: str, secret: str) -> str:

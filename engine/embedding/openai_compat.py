@@ -7,11 +7,9 @@ an exception or a repr (vendor error text is redacted before it is quoted).
 
 from __future__ import annotations
 
-import email.utils
 import functools
 import re
 import ssl
-import time
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
@@ -22,10 +20,10 @@ import msgspec
 import numpy as np
 
 from engine.embedding.base import EmbeddingError, EmbeddingResult, normalise
+from engine.network import CaBundleError, parse_retry_after, ssl_context
 from index.records import EmbeddingSpec
 
 PROVIDER = "openai_compatible"
-MAX_RETRY_AFTER_S = 30.0  # a longer Retry-After is shortened: one retry, then the batch fails
 _VENDOR_TEXT_MAX = 300
 _SECRETISH = re.compile(r"(?i)\b(?:sk|pk|ak)-[A-Za-z0-9*._-]{4,}|bearer\s+\S+")
 
@@ -59,42 +57,13 @@ _decode_response = msgspec.json.Decoder(_Response).decode
 _decode_error = msgspec.json.Decoder(_ErrorBody).decode
 
 
-def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
-    """Seconds to wait from a Retry-After header (delta-seconds or HTTP date), capped."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        seconds = when.timestamp() - (time.time() if now is None else now)
-    if seconds != seconds:  # NaN
-        return None
-    return min(max(seconds, 0.0), MAX_RETRY_AFTER_S)
-
-
 @functools.lru_cache(maxsize=8)
 def _ssl_context(ca_bundle: str | None) -> ssl.SSLContext:
-    """One context per CA setting for the process (loading certificates takes ~0.1 s).
-
-    Without a bundle: the operating system's trust store, which on Windows includes the roots a
-    company installs for its proxy.
-    """
-    if not ca_bundle:
-        return ssl.create_default_context()
+    """One context per CA setting for the process (loading certificates takes ~0.1 s)."""
     try:
-        return ssl.create_default_context(cafile=ca_bundle)
-    except (OSError, ssl.SSLError) as exc:
-        raise EmbeddingError(
-            "connection",
-            f"the CA bundle {ca_bundle!r} cannot be used ({exc}); fix network.ca_bundle "
-            "in the settings or clear it to use the system certificates",
-            retryable=False,
-        ) from None
+        return ssl_context(ca_bundle)
+    except CaBundleError as exc:
+        raise EmbeddingError("connection", str(exc), retryable=False) from None
 
 
 class OpenAICompatibleEmbedding:

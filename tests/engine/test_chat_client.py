@@ -31,9 +31,9 @@ from engine.chat import (
     billed_tokens,
     cost_of,
 )
-from engine.chat.errors import MAX_RETRY_AFTER_S
 from engine.chat.sse import ServerSentEvent, SSEDecoder, SSEError
 from engine.config import Price
+from engine.network import MAX_RETRY_AFTER_S
 from tests.servers.chat_server import (
     ChatServer,
     Delay,

@@ -29,7 +29,7 @@ from engine.embedding import (
     embed_texts,
     text_hash,
 )
-from engine.embedding.openai_compat import MAX_RETRY_AFTER_S, parse_retry_after
+from engine.network import MAX_RETRY_AFTER_S, parse_retry_after
 from index.records import EmbeddingSpec
 from tests.servers.embedding_server import (
     Delay,
