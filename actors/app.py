@@ -28,6 +28,7 @@ from engine.embedding import (
 from engine.paths import DataDir, check_collection_name, data_home
 from engine.secrets import get_key
 from engine.tokens import TokenCounter
+from engine.tools import ToolContext, ToolOutcome, run_tool
 from engine.writer_lock import writer_active, writer_lock
 from index.fsutil import atomic_write
 from index.records import FailedDocument, SkippedFile, SnapshotManifest
@@ -225,6 +226,34 @@ class App:
                     f"{catalog.collection!r}; see `citewise tool list_documents '{{}}'`"
                 )
         return await self.import_paths([], collection=catalog.collection, removals=chosen)
+
+    # -- the five tools, by hand -------------------------------------------------------------
+    async def run_tool(
+        self,
+        name: str,
+        args: str | bytes,
+        *,
+        collection: str | None = None,
+        snapshot_id: str | None = None,
+    ) -> ToolOutcome:
+        """One tool call on the active (or the named) snapshot, exactly as the agent makes it.
+
+        Raises UnknownTool for a name that is not one of the five; every other problem is the
+        tool's own error result (no snapshot at all → collection_unavailable).
+        """
+        catalog = self.catalog(collection)
+        if snapshot_id is not None and catalog.manifest(snapshot_id) is None:
+            raise AppError(
+                f"snapshot {snapshot_id} does not exist in collection {catalog.collection!r}; "
+                "see `citewise snapshots list`"
+            )
+        sid = snapshot_id or catalog.active_id()
+        embedder = self.embedder()
+        counter = await anyio.to_thread.run_sync(self.counter)
+        if sid is None:
+            return await run_tool(ToolContext(None, embedder, counter), name, args)
+        with catalog.pinned(sid) as snapshot:
+            return await run_tool(ToolContext(snapshot, embedder, counter), name, args)
 
     # -- status and snapshots ----------------------------------------------------------------
     def status(self, collection: str | None = None) -> StatusReport:

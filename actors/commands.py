@@ -283,6 +283,21 @@ async def cmd_collections(app: App, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+async def cmd_tool(app: App, args: argparse.Namespace) -> int:
+    """Print the exact result JSON the model would see; 0 for results and legal empties."""
+    from engine.tools import UnknownTool
+
+    try:
+        outcome = await app.run_tool(
+            args.name, args.args, collection=args.collection, snapshot_id=args.snapshot
+        )
+    except UnknownTool as exc:
+        raise AppError(str(exc)) from None
+    sys.stdout.write(outcome.json.decode("utf-8") + "\n")
+    sys.stdout.flush()
+    return EXIT_USAGE if outcome.is_error else EXIT_OK
+
+
 async def cmd_bench(app: App, args: argparse.Namespace) -> int:
     from bench.runner import run_benchmarks
 
@@ -328,6 +343,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("names", nargs="*")
     p.add_argument("--yes", action="store_true", help="confirm a deletion")
     p.set_defaults(func=cmd_collections)
+
+    p = sub.add_parser(
+        "tool", parents=[common], help="run one of the five tools by hand and print its JSON"
+    )
+    p.add_argument(
+        "name",
+        help="list_documents, get_outline, search_blocks, list_blocks or scan_term",
+    )
+    p.add_argument("args", nargs="?", default="{}", help="the arguments as a JSON object")
+    p.add_argument("--snapshot", metavar="ID", help="a snapshot other than the active one")
+    p.set_defaults(func=cmd_tool)
 
     add_ask_parsers(sub, common)
     add_trace_parsers(sub, common)

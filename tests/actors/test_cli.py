@@ -142,3 +142,37 @@ def test_remove_by_source_and_unknown_names_are_refused(
     assert json.loads(out)["active_snapshot"]["documents"] == 1
     code, _, err = run(capsys, "remove", "nope.md")
     assert code == 2 and "neither a document source nor a doc_id" in err
+
+
+def test_tool_command_prints_the_exact_result_json_with_contract_exit_codes(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(capsys, "tool", "list_documents", "{}")
+    assert code == 2 and json.loads(out)["error"]["code"] == "collection_unavailable"
+    folder = notes(tmp_path / "n", **{"events.md": "# Events\n\nEmitters call listeners.\n"})
+    run(capsys, "import", str(folder))
+    code, out, _ = run(capsys, "tool", "list_documents", "{}")
+    listing = json.loads(out)
+    assert code == 0 and listing["total"] == 1 and listing["token_estimate"] > 0
+    doc_id = listing["documents"][0]["doc_id"]
+    code, out, _ = run(capsys, "tool", "scan_term", json.dumps({"term": "LISTENERS"}))
+    hits = json.loads(out)
+    assert code == 0 and hits["count"] == 1 and hits["hits"][0]["doc_id"] == doc_id
+    code, out, _ = run(capsys, "tool", "scan_term", '{"term": "dselect"}')
+    assert code == 0 and json.loads(out)["empty_reason"] == "no_match"
+    code, out, _ = run(capsys, "tool", "search_blocks", '{"query": "x", "doc_ids": []}')
+    assert code == 2 and json.loads(out)["error"]["code"] == "invalid_argument"
+    code, out, _ = run(capsys, "tool", "list_blocks", json.dumps({"doc_id": "d-nope"}))
+    assert code == 2 and json.loads(out)["error"]["code"] == "scope_not_found"
+    code, _, err = run(capsys, "tool", "delete_everything", "{}")
+    assert code == 2 and "unknown tool" in err
+    # the same call by hand on a named snapshot gives the same bytes
+    code, listed, _ = run(capsys, "snapshots", "list", "--json")
+    sid = json.loads(listed)["active"]
+    assert run(capsys, "tool", "list_documents", "{}", "--snapshot", sid)[1] == out_of(
+        capsys, "tool", "list_documents", "{}"
+    )
+
+
+def out_of(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    return run(capsys, *argv)[1]
