@@ -57,6 +57,9 @@ def importer(home: Path, server: EmbeddingServer, folder: Path) -> subprocess.Po
 
 
 def texts_of(request_body: object) -> list[str]:
+    """The texts a request asked to embed; a body cut off by the kill (not JSON) asked nothing."""
+    if request_body is None:
+        return []
     assert isinstance(request_body, dict)
     return list(request_body["input"])
 
