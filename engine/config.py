@@ -113,6 +113,30 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     network: NetworkSettings = NetworkSettings()
     ui: UiSettings = UiSettings()
 
+    def __post_init__(self) -> None:
+        # Budgets that contradict each other would make every request fail before it starts.
+        b, out = self.budget, self.chat.max_output_tokens
+        rules = [
+            (
+                b.max_context_tokens <= b.max_request_tokens,
+                f"budget.max_context_tokens = {b.max_context_tokens} must not exceed "
+                f"budget.max_request_tokens = {b.max_request_tokens}",
+            ),
+            (
+                b.finalization_reserve_tokens < b.max_request_tokens,
+                f"budget.finalization_reserve_tokens = {b.finalization_reserve_tokens} must be "
+                f"less than budget.max_request_tokens = {b.max_request_tokens}",
+            ),
+            (
+                out < b.max_context_tokens,
+                f"chat.max_output_tokens = {out} must be less than "
+                f"budget.max_context_tokens = {b.max_context_tokens}",
+            ),
+        ]
+        for ok, message in rules:
+            if not ok:
+                raise ValueError(message)
+
 
 class ConfigError(ValueError):
     """An invalid setting, phrased for the person who wrote it."""
@@ -209,7 +233,7 @@ def _explain(exc: msgspec.ValidationError, data: Mapping[str, Any]) -> str:
                 f"config has no section or key {unknown.group(1)!r}; "
                 f"sections: format_version, {', '.join(_SECTIONS)}"
             )
-        return f"invalid config: {text}"
+        return text.removeprefix("Invalid value: ") if "must" in text else f"invalid config: {text}"
     parts = m.group(1).split(".")
     section = parts[0]
     key = parts[-1] if len(parts) > 1 else None

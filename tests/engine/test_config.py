@@ -78,3 +78,16 @@ def test_missing_file_means_defaults_and_broken_toml_is_explained(tmp_path: Path
     bad.write_text("[chat\nmodel = 1", encoding="utf-8")
     with pytest.raises(ConfigError, match="not valid TOML"):
         load_config(bad, {})
+
+
+@pytest.mark.parametrize(
+    ("env", "needle"),
+    [
+        ({"CITEWISE_BUDGET_FINALIZATION_RESERVE_TOKENS": "500000"}, "finalization_reserve_tokens"),
+        ({"CITEWISE_CHAT_MAX_OUTPUT_TOKENS": "200000"}, "max_output_tokens = 200000 must be"),
+        ({"CITEWISE_BUDGET_MAX_CONTEXT_TOKENS": "500000"}, "must not exceed"),
+    ],
+)
+def test_contradictory_budgets_are_refused(env: dict[str, str], needle: str) -> None:
+    with pytest.raises(ConfigError, match=needle):
+        parse_config({}, env)
