@@ -26,7 +26,15 @@ from actors.catalog import CatalogError, GcReport
 from actors.conversations import ConversationStore, ConversationSummary, ConversationTurn
 from actors.ingest import ImportProgress, ImportResult, PauseGate, discover
 from actors.journal import Journal
-from actors.tracing import evidence, get_trace, list_traces, retrieval, trace_writer, traced
+from actors.tracing import (
+    IngestTracer,
+    evidence,
+    get_trace,
+    list_traces,
+    retrieval,
+    trace_writer,
+    traced,
+)
 from engine.config import Config, ConfigError, dump_config, load_config, parse_config
 from engine.harness import (
     AdmissionDecided,
@@ -235,12 +243,15 @@ class ImportJob:
         try:
             with self._scope:
                 origins = await anyio.to_thread.run_sync(_origins_of, self.paths)
-                self.result = await app.import_paths(
-                    self.paths,
-                    collection=self.collection,
-                    on_progress=self._on_progress,
-                    gate=self.gate,
-                )
+                async with trace_writer(app) as writer:  # traced like a CLI import
+                    tracer = IngestTracer(writer, app.resolve_collection(self.collection))
+                    self.result = await app.import_paths(
+                        self.paths,
+                        collection=self.collection,
+                        on_progress=tracer.wrap(self._on_progress),
+                        gate=self.gate,
+                    )
+                    tracer.finished(self.result)
                 await anyio.to_thread.run_sync(
                     self.service._remember_origins, self.collection, origins
                 )

@@ -148,3 +148,17 @@ async def test_earlier_answers_get_their_citations_back(home_copy: Path, no_keys
         (2, False, ""),
     ]
     assert service.numbered(answer) == "They run in order.[1] Also.[2]"
+
+
+async def test_an_import_started_from_the_ui_is_traced_like_a_cli_import(
+    tmp_path: Path, no_keys: None
+) -> None:
+    from actors.tracing import list_traces
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "notes.md").write_text("# Notes\n\nListeners run in order.\n", encoding="utf-8")
+    service = service_for(tmp_path / "home")
+    await imported(service, folder)
+    traces = list_traces(service.app, kind="ingest")
+    assert len(traces) == 1 and traces[0].status == "ok"
