@@ -125,7 +125,14 @@ def resolve(answer: str, evidence: Evidence, snapshot: Snapshot) -> list[Citatio
     out: list[Citation] = []
     for index, (item, n) in enumerate(cited(answer), start=1):
         doc_id, sep, block_id = item.partition("#")
-        if not sep or not doc_id or not block_id:
+        problem: Problem | None = (
+            "malformed"
+            if not sep or not doc_id or not block_id
+            else "not_returned"
+            if item not in evidence
+            else None
+        )
+        if problem is not None:
             out.append(
                 Citation(
                     index=index,
@@ -133,20 +140,7 @@ def resolve(answer: str, evidence: Evidence, snapshot: Snapshot) -> list[Citatio
                     doc_id=doc_id,
                     block_id=block_id,
                     valid=False,
-                    problem="malformed",
-                    occurrences=n,
-                )
-            )
-            continue
-        if item not in evidence:
-            out.append(
-                Citation(
-                    index=index,
-                    citation=item,
-                    doc_id=doc_id,
-                    block_id=block_id,
-                    valid=False,
-                    problem="not_returned",
+                    problem=problem,
                     occurrences=n,
                 )
             )
