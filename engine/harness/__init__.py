@@ -27,6 +27,7 @@ from engine.harness.events import (
     TurnStarted,
 )
 from engine.harness.history import History
+from engine.harness.injection import InjectionKind, Suspicion, detect, scan_payload
 from engine.harness.machine import (
     WHITELIST,
     ChatModel,
@@ -74,6 +75,7 @@ __all__ = [
     "FinishStream",
     "HarnessStatus",
     "History",
+    "InjectionKind",
     "Limits",
     "MarkerNumbers",
     "ModelCallFinished",
@@ -84,6 +86,7 @@ __all__ = [
     "Request",
     "RequestFinished",
     "RequestStarted",
+    "Suspicion",
     "TerminationReason",
     "ToolAction",
     "ToolCallFinished",
@@ -94,8 +97,10 @@ __all__ = [
     "admit",
     "check_final",
     "check_turn",
+    "detect",
     "parse_reply",
     "resolve",
     "run_manifest",
     "run_request",
+    "scan_payload",
 ]

@@ -13,6 +13,7 @@ import msgspec
 from engine.chat import ChatMessage, ChatUsage
 from engine.harness.budget import Counters
 from engine.harness.citations import Citation
+from engine.harness.injection import Suspicion
 from engine.harness.observation import HarnessStatus
 
 EVENTS_FORMAT = 1
@@ -118,6 +119,7 @@ class ToolCallFinished(_Event, frozen=True, kw_only=True, tag="tool_call_finishe
     latency_ms: float = 0.0
     internal: Any = None  # retrieval details for the trace (scores…); never shown to the model
     payload: bytes | None = None  # the exact model-facing JSON (trace artifact)
+    suspicious: tuple[Suspicion, ...] = ()  # blocks whose text looks like an injection attempt
 
 
 class AdmissionDecided(_Event, frozen=True, kw_only=True, tag="admission"):

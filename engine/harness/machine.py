@@ -34,6 +34,7 @@ from engine.harness.budget import (
 )
 from engine.harness.citations import Evidence, resolve
 from engine.harness.history import MESSAGE_OVERHEAD, EntryKind, History, Role
+from engine.harness.injection import Suspicion, scan_payload, warning
 from engine.harness.observation import (
     HarnessStatus,
     Observation,
@@ -565,6 +566,7 @@ class ToolStep:
                 break
             if attempt < run.deps.limits.tool_attempts:
                 c.tool_retries += 1
+                await anyio.sleep(_tool_retry_wait(run.deps.limits, result.internal))
         latency = (time.monotonic() - t0) * 1000
         if result is None:
             message = (
@@ -585,6 +587,11 @@ class ToolStep:
             await run.observe(problem("harness_internal_error", name, message))
             await run.finalize("internal_error", message)
             return ModelTurn()
+        payload = result.json
+        if len(payload) > _THREAD_TOKENIZE_CHARS:
+            suspicious = await anyio.to_thread.run_sync(scan_payload, payload)
+        else:
+            suspicious = scan_payload(payload)
         await run.emit(
             ev.ToolCallFinished,
             turn=self.turn,
@@ -597,14 +604,18 @@ class ToolStep:
             attempts=attempts,
             latency_ms=latency,
             internal=result.internal,
-            payload=result.json,
+            payload=payload,
+            suspicious=suspicious,
         )
-        await self._admit(run, name, result.json)
+        await self._admit(run, name, payload, suspicious)
         return ModelTurn()
 
-    async def _admit(self, run: _Run, name: str, payload: bytes) -> None:
+    async def _admit(
+        self, run: _Run, name: str, payload: bytes, suspicious: tuple[Suspicion, ...] = ()
+    ) -> None:
         """THE admission: the whole result enters history, or nothing of it."""
-        text = render_observation(ok(name, payload), new_nonce())
+        note = warning(suspicious) if suspicious else None
+        text = render_observation(ok(name, payload, note), new_nonce())
         tokens = await run.count_message(text)
         used = run.counters.used_tokens
         decision = admit(
@@ -648,6 +659,15 @@ class ToolStep:
             outcome="refused",
         )
         await run.observe(problem(status, name, message))
+
+
+def _tool_retry_wait(limits: Limits, internal: Any) -> float:
+    """Seconds before a tool's automatic retry: the upstream's Retry-After when the tool
+    reported one (a 429 retried at once only meets the limit again), else the default."""
+    wait = internal.get("retry_after") if isinstance(internal, dict) else None
+    if not isinstance(wait, int | float) or isinstance(wait, bool):
+        wait = limits.retry_delay_s
+    return float(min(max(wait, 0.0), limits.max_retry_delay_s))
 
 
 def _decode_outcome(payload: bytes) -> _Outcome:

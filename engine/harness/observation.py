@@ -86,9 +86,12 @@ def render_observation(obs: Observation, nonce: str) -> str:
     return f"{_INTRO}\n{DATA_OPEN.format(nonce=nonce)}\n{body}\n{DATA_CLOSE.format(nonce=nonce)}"
 
 
-def ok(tool: str, payload: bytes) -> Observation:
-    """Dispatched: `payload` is the tool's result (which may itself carry an error)."""
-    return Observation(harness_status="ok", tool=tool, payload=msgspec.Raw(payload))
+def ok(tool: str, payload: bytes, message: str | None = None) -> Observation:
+    """Dispatched: `payload` is the tool's result (which may itself carry an error);
+    `message` a harness note about it (e.g. injection-like text found in the payload)."""
+    return Observation(
+        harness_status="ok", tool=tool, payload=msgspec.Raw(payload), message=message
+    )
 
 
 def problem(status: HarnessStatus, tool: str | None, message: str) -> Observation:

@@ -99,7 +99,8 @@ async def search_blocks(
                 ),
                 retryable=exc.retryable,
             ),
-            internal={"embedding_error": exc.code},
+            # The harness waits this long before its one automatic retry (None: its default).
+            internal={"embedding_error": exc.code, "retry_after": exc.retry_after},
         )
     vector = np.asarray(embedded.vectors[0], dtype=np.float32)
     outcome, blocks = await anyio.to_thread.run_sync(_run, snapshot, query, vector, docs, params)

@@ -400,6 +400,22 @@ class RequestRecorder:
             a[m.TOOL_BLOCKS] = returned_citations(e.payload)
             a["citewise.tool.payload_bytes"] = len(e.payload)
             self.tree.artifact(span, "tool_payload", e.payload, "application/json")
+        if e.suspicious:
+            # Ids and kinds only: metadata mode never stores document text.
+            a["citewise.injection.count"] = len(e.suspicious)
+            a["citewise.injection.kinds"] = sorted({k for s in e.suspicious for k in s.kinds})
+            a["citewise.injection.blocks"] = [s.citation for s in e.suspicious]
+            for s in e.suspicious:
+                span.events.append(
+                    SpanEvent(
+                        name="injection_suspected",
+                        at=t,
+                        attributes={
+                            "citewise.citation": s.citation,
+                            "citewise.kinds": list(s.kinds),
+                        },
+                    )
+                )
         if e.internal is not None:
             internal = msgspec.to_builtins(e.internal)
             a.update(retrieval_attributes(internal))

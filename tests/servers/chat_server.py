@@ -587,6 +587,13 @@ class ChatServer:
         with self._lock:
             self._script.extend(replies)
 
+    def clear_script(self) -> int:
+        """Drop the replies not used yet (a benchmark's next scenario starts clean); how many."""
+        with self._lock:
+            left = len(self._script)
+            self._script.clear()
+            return left
+
     def start(self) -> ChatServer:
         self._thread.start()
         return self

@@ -13,6 +13,7 @@ import json
 import socket
 import struct
 import threading
+import time
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -77,11 +78,18 @@ class WrongDimension:
 
 
 @dataclass(frozen=True)
+class WrongCount:
+    """Status 200 with `missing` fewer vectors than texts were sent (one text at least)."""
+
+    missing: int = 1
+
+
+@dataclass(frozen=True)
 class MissingUsage:
     """A normal answer without the `usage` object."""
 
 
-Behaviour = Ok | Status | Delay | Drop | Malformed | WrongDimension | MissingUsage
+Behaviour = Ok | Status | Delay | Drop | Malformed | WrongDimension | WrongCount | MissingUsage
 
 
 @dataclass(frozen=True)
@@ -91,6 +99,7 @@ class RecordedRequest:
     headers: dict[str, str]  # lower-case names
     raw: bytes
     body: Any  # the decoded JSON, or None when the body was not JSON
+    received_at: float = 0.0  # time.monotonic() when the body had been read
 
 
 def vector_for(text: str, dimensions: int) -> list[float]:
@@ -141,6 +150,7 @@ class _Handler(BaseHTTPRequestHandler):
                 headers={k.lower(): v for k, v in self.headers.items()},
                 raw=raw,
                 body=body,
+                received_at=time.monotonic(),
             )
         )
         owner._arrive()
@@ -191,6 +201,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_raw(200, raw)
             case WrongDimension(dimensions=wrong):
                 self._send(200, self._answer(texts, wrong or dims + 1, usage=True))
+            case WrongCount(missing=missing):
+                answer = self._answer(texts, dims, usage=True)
+                del answer["data"][max(len(texts) - missing, 0) :]
+                self._send(200, answer)
             case MissingUsage():
                 self._send(200, self._answer(texts, dims, usage=False))
             case Ok(reverse=reverse):
