@@ -22,6 +22,7 @@ from actors.app import App, AppError
 from actors.asking import chat_client, deps_for
 from actors.catalog import CatalogError
 from actors.harness import open_request
+from actors.spending import spending_for
 from actors.trace_writer import TraceWriter
 from actors.tracing import trace_writer
 from engine.bundles import BundleInfo, BundleRegistry
@@ -482,7 +483,8 @@ async def _answers(
 
     async def ask(item: GoldItem, run: int) -> RunRecord:
         recorder = RunRecorder()
-        async with open_request(deps, Request(question=item.question)) as running:
+        request = Request(question=item.question)
+        async with open_request(deps, request, spending=spending_for(app)) as running:
             async for event in running.events:
                 if writer is not None:
                     writer.submit(event)

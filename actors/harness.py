@@ -3,7 +3,9 @@ bounded channel to one consumer; cancelling (or leaving the block) stops the mod
 the tool cleanly.
 
 The channel holds EVENT_BUFFER events; when it is full the loop waits (back-pressure: a slow
-consumer slows the answer, nothing is dropped). No task outlives `open_request`.
+consumer slows the answer, nothing is dropped). No task outlives `open_request`. It is also the
+one admission point for spending: caps are checked before the request starts, and what its
+model calls cost is recorded when it ends, however it ends.
 """
 
 from __future__ import annotations
@@ -13,10 +15,19 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import anyio
+import anyio.to_thread
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from engine.harness import Deps, Event, Request, RequestFinished, run_request
+from actors.spending import Spending
+from engine.harness import (
+    Deps,
+    Event,
+    ModelCallFinished,
+    Request,
+    RequestFinished,
+    run_request,
+)
 
 EVENT_BUFFER = 64
 
@@ -31,6 +42,7 @@ class RunningRequest:
         self.events = events
         self._scope = scope
         self.finished: RequestFinished | None = None
+        self.cost = 0.0  # of the model calls made so far
 
     @property
     def request_id(self) -> str:
@@ -59,6 +71,8 @@ async def _drive(
     async def emit(event: Event) -> None:
         if isinstance(event, RequestFinished):
             running.finished = event
+        elif isinstance(event, ModelCallFinished):
+            running.cost += event.cost
         # A consumer that has left means the request is being stopped: nothing to deliver.
         with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
             await send.send(event)
@@ -69,17 +83,29 @@ async def _drive(
 
 
 @asynccontextmanager
-async def open_request(deps: Deps, request: Request) -> AsyncIterator[RunningRequest]:
+async def open_request(
+    deps: Deps, request: Request, *, spending: Spending | None = None
+) -> AsyncIterator[RunningRequest]:
     """Start `request` as a task; leaving the block cancels it if it is still running and
-    waits until it has stopped."""
+    waits until it has stopped. With `spending`, a reached cap raises SpendingCapReached
+    before anything starts, and the request's cost goes to the ledger when it ends."""
+    if spending is not None:
+        await anyio.to_thread.run_sync(spending.admit)
     send, receive = anyio.create_memory_object_stream[Event](EVENT_BUFFER)
     scope = anyio.CancelScope()
     running = RunningRequest(request, receive, scope)
     tg: TaskGroup
-    async with receive, anyio.create_task_group() as tg:
-        tg.start_soon(_drive, deps, running, send, scope)
-        try:
-            yield running
-        finally:
-            scope.cancel()
-            receive.close()  # a send blocked on a full channel fails at once
+    try:
+        async with receive, anyio.create_task_group() as tg:
+            tg.start_soon(_drive, deps, running, send, scope)
+            try:
+                yield running
+            finally:
+                scope.cancel()
+                receive.close()  # a send blocked on a full channel fails at once
+    finally:
+        if spending is not None and running.cost > 0:
+            with anyio.CancelScope(shield=True):  # money spent is recorded even when stopped
+                await anyio.to_thread.run_sync(
+                    spending.record, request.request_id, running.cost, deps.price.currency
+                )

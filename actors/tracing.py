@@ -25,6 +25,7 @@ from actors.catalog import CatalogError
 from actors.conversations import ConversationStore
 from actors.harness import open_request
 from actors.ingest import ImportProgress, ImportResult
+from actors.spending import spending_for
 from actors.trace_writer import TraceWriter, open_trace_writer
 from engine.bundles import BundleRegistry, active_bundle
 from engine.chat import ChatClient
@@ -367,7 +368,7 @@ async def rerun(
                 notes.extend(_differences(manifest, msgspec.to_builtins(now)))
             for i in range(1, runs + 1):
                 request = Request(question=question, earlier=tuple(earlier))
-                async with open_request(deps, request) as running:
+                async with open_request(deps, request, spending=spending_for(app)) as running:
                     async for event in running.events:
                         if writer is not None:
                             writer.submit(event)

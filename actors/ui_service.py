@@ -8,7 +8,7 @@ anyio only; it never imports the UI toolkit and never returns an API key in full
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
 import os
 import re
 import tomllib
@@ -24,8 +24,12 @@ from actors.app import App, AppError, StatusReport
 from actors.asking import AskResult, OnEvent, ask
 from actors.catalog import CatalogError, GcReport
 from actors.conversations import ConversationStore, ConversationSummary, ConversationTurn
-from actors.ingest import ImportProgress, ImportResult, PauseGate, discover
+from actors.document_edit import EditResult
+from actors.ingest import ImportProgress, ImportResult, PauseGate
 from actors.journal import Journal
+from actors.origins import Origins
+from actors.source_view import SOURCE_RADIUS, SourceBlock, SourceReader, SourceView
+from actors.spending import SpendingCapReached, SpendingTotals, spending_for
 from actors.tracing import (
     IngestTracer,
     evidence,
@@ -35,6 +39,7 @@ from actors.tracing import (
     trace_writer,
     traced,
 )
+from engine.bundles import BundleDiff, BundleInfo, BundleRegistry
 from engine.config import Config, ConfigError, dump_config, load_config, parse_config
 from engine.harness import (
     AdmissionDecided,
@@ -57,6 +62,7 @@ from engine.harness import (
 from engine.harness.citations import cited, resolve
 from engine.keycheck import KeyCheck, check_chat_key, check_embedding
 from engine.paths import DataDir, InvalidCollectionName, data_home
+from engine.prompt_bundle import BundleError
 from engine.secrets import (
     ENV_NAMES,
     KeyName,
@@ -70,10 +76,10 @@ from engine.tools import ToolContext, UnknownTool, run_tool
 from engine.trace import EvidenceReplay, RetrievalReplay, TraceRecord, TraceSummary, trace_id_for
 from engine.writer_lock import WriterBusy
 from index.fsutil import atomic_write
-from index.snapshot import Snapshot
 
 __all__ = [  # what web/ may use: the service, its views and the request events it shows
     "ENV_NAMES",
+    "SOURCE_RADIUS",
     "USER_ERRORS",
     "AdmissionDecided",
     "AnswerDelta",
@@ -81,11 +87,14 @@ __all__ = [  # what web/ may use: the service, its views and the request events 
     "AskResult",
     "AskRun",
     "Budgets",
+    "BundleDiff",
+    "BundleInfo",
     "Citation",
     "Config",
     "ConfigError",
     "ConversationTrimmed",
     "DocumentView",
+    "EditResult",
     "Event",
     "Evidence",
     "EvidenceReplay",
@@ -105,6 +114,8 @@ __all__ = [  # what web/ may use: the service, its views and the request events 
     "SnapshotView",
     "SourceBlock",
     "SourceView",
+    "SpendingCapReached",
+    "SpendingTotals",
     "ToolCallFinished",
     "ToolCallStarted",
     "TraceRecord",
@@ -114,8 +125,6 @@ __all__ = [  # what web/ may use: the service, its views and the request events 
     "trace_id_for",
 ]
 
-SOURCE_RADIUS = 3  # neighbouring blocks of the same section shown around a cited block
-PDF_ZOOM = 1.6
 _UPLOAD_NAME = re.compile(r"[^\w.\- ()\[\]]+")
 
 # Errors a person can act on; anything else is a bug and is shown as such.
@@ -131,6 +140,8 @@ class DocumentView(msgspec.Struct, frozen=True, kw_only=True):
     pages: int | None
     blocks: int
     sections: int
+    source_label: str = ""
+    aliases: tuple[str, ...] = ()
 
 
 class OutlineEntry(msgspec.Struct, frozen=True, kw_only=True):
@@ -158,29 +169,6 @@ class FailedView(msgspec.Struct, frozen=True, kw_only=True):
     reason: str
     message: str
     retryable: bool  # the original file is known, so it can be imported again
-
-
-class SourceBlock(msgspec.Struct, frozen=True, kw_only=True):
-    block_id: str
-    text: str
-    cited: bool
-    page_start: int | None = None
-    page_end: int | None = None
-
-
-class SourceView(msgspec.Struct, frozen=True, kw_only=True):
-    """A cited block in its context: the neighbouring blocks of its section."""
-
-    found: bool
-    message: str = ""  # why nothing (or no page image) can be shown
-    title: str = ""
-    source_label: str = ""
-    section_path: str = ""
-    format: str = ""
-    source: str = ""
-    blocks: tuple[SourceBlock, ...] = ()
-    page: int | None = None
-    pdf_path: str | None = None  # the original PDF, found and unchanged since the import
 
 
 class KeyStored(msgspec.Struct, frozen=True):
@@ -242,7 +230,6 @@ class ImportJob:
         app = self.service.app
         try:
             with self._scope:
-                origins = await anyio.to_thread.run_sync(_origins_of, self.paths)
                 async with trace_writer(app) as writer:  # traced like a CLI import
                     tracer = IngestTracer(writer, app.resolve_collection(self.collection))
                     self.result = await app.import_paths(
@@ -252,9 +239,6 @@ class ImportJob:
                         gate=self.gate,
                     )
                     tracer.finished(self.result)
-                await anyio.to_thread.run_sync(
-                    self.service._remember_origins, self.collection, origins
-                )
             if self._scope.cancelled_caught:
                 Journal(app.data.journal(self.collection)).finish()
         except USER_ERRORS as exc:
@@ -277,12 +261,6 @@ def _leaves(error: Exception) -> Iterator[Exception]:
             yield from _leaves(inner)
     else:
         yield error
-
-
-def _origins_of(paths: Sequence[Path]) -> dict[str, str]:
-    """source -> absolute file path, as the import will name the documents."""
-    targets, _, _ = discover(paths)
-    return {t.source: str(t.path) for t in targets}
 
 
 # -- asking -----------------------------------------------------------------------------------
@@ -336,6 +314,7 @@ class UiService:
         self.app = app
         self.current_import: ImportJob | None = None
         self._ui_dir = app.data.root / "ui"
+        self._sources = SourceReader(app)
 
     @classmethod
     def from_environment(cls) -> UiService:
@@ -477,14 +456,12 @@ class UiService:
         self.app.create_collection(name)
 
     def rename_collection(self, old: str, new: str) -> None:
+        self._origins(old)  # folds an older UI's record into the collection, which moves
         self.app.rename_collection(old, new)
-        origins = self._origins_file(old)
-        if origins.exists():
-            origins.rename(self._origins_file(new))
 
     def delete_collection(self, name: str) -> None:
+        self._origins(name)  # an older UI's record goes with the collection
         self.app.delete_collection(name)
-        self._origins_file(name).unlink(missing_ok=True)
 
     # -- library -------------------------------------------------------------------------------
     def status(self, collection: str | None = None) -> StatusReport:
@@ -504,6 +481,8 @@ class UiService:
                     pages=d.pages,
                     blocks=d.block_count,
                     sections=len(d.sections),
+                    source_label=d.source_label,
+                    aliases=tuple(d.aliases),
                 )
                 for d in sorted(snap.documents, key=lambda d: (d.source, d.title))
             ]
@@ -550,6 +529,22 @@ class UiService:
         if self._importing():
             raise AppError("an import is running; wait for it to finish, then remove")
         return await self.app.remove([source], collection=collection)
+
+    async def edit_document(
+        self,
+        doc_id: str,
+        *,
+        title: str | None = None,
+        source_label: str | None = None,
+        aliases: Sequence[str] | None = None,
+        collection: str | None = None,
+    ) -> EditResult:
+        """New title, source label or aliases: a new snapshot; later imports keep the edit."""
+        if self._importing():
+            raise AppError("an import is running; wait for it to finish, then edit")
+        return await self.app.edit_document(
+            doc_id, title=title, source_label=source_label, aliases=aliases, collection=collection
+        )
 
     def failed(self, collection: str | None = None) -> list[FailedView]:
         """Documents the active snapshot lists as failed, newest import's failures included."""
@@ -607,23 +602,8 @@ class UiService:
         folder.mkdir(parents=True, exist_ok=True)
         return folder / name
 
-    def _origins_file(self, collection: str) -> Path:
-        return self._ui_dir / "origins" / f"{collection}.json"
-
     def _origins(self, collection: str) -> dict[str, str]:
-        try:
-            raw = self._origins_file(collection).read_bytes()
-            return msgspec.json.decode(raw, type=dict[str, str])
-        except (FileNotFoundError, msgspec.DecodeError, msgspec.ValidationError):
-            return {}
-
-    def _remember_origins(self, collection: str, found: Mapping[str, str]) -> None:
-        if not found:
-            return
-        merged = {**self._origins(collection), **found}
-        path = self._origins_file(collection)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, msgspec.json.encode(dict(sorted(merged.items()))))
+        return Origins(self.app.data, collection).load()
 
     # -- tools ---------------------------------------------------------------------------------
     async def run_tool(
@@ -653,40 +633,15 @@ class UiService:
         collection: str | None = None,
     ) -> SourceView:
         """The cited block among its section's neighbours, read from the snapshot the answer
-        used (or the active one); says plainly when that snapshot is gone."""
-        name = self.app.resolve_collection(collection)
-        catalog = self.app.catalog(name)
-        if snapshot_id is not None and catalog.manifest(snapshot_id) is None:
-            return SourceView(
-                found=False,
-                message=f"the snapshot this answer used ({snapshot_id}) has been cleaned up, "
-                "so its sources can no longer be shown; ask again to cite the current one",
-            )
-        sid = snapshot_id or catalog.active_id()
-        if sid is None:
-            return SourceView(found=False, message="this collection has no documents yet")
-        with catalog.pinned(sid) as snap:
-            view, content_hash = await anyio.to_thread.run_sync(_context, snap, doc_id, block_id)
-        if view.found and view.format == "pdf" and view.page is not None:
-            view = await anyio.to_thread.run_sync(self._with_pdf, name, view, content_hash)
-        return view
-
-    def _with_pdf(self, collection: str, view: SourceView, content_hash: str) -> SourceView:
-        """Attach the original PDF when it is still where it was imported from, unchanged."""
-        origin = self._origins(collection).get(view.source)
-        if origin is None:
-            why = "the original file's location is not known (it was imported outside this app)"
-        elif not Path(origin).is_file():
-            why = f"the original file is no longer at {origin}"
-        elif _sha256(Path(origin)) != content_hash:
-            why = f"the file at {origin} has changed since it was imported"
-        else:
-            return msgspec.structs.replace(view, pdf_path=origin)
-        return msgspec.structs.replace(view, message=f"{why}; the page image cannot be shown")
+        used (or the active one); says plainly when that snapshot is gone. For a PDF, the
+        original file when it is where it was imported from and unchanged."""
+        return await self._sources.view(
+            doc_id, block_id, snapshot_id=snapshot_id, collection=collection
+        )
 
     async def render_pdf_page(self, path: str, page: int, highlight: Sequence[str] = ()) -> bytes:
         """PNG of a 1-based page of the PDF, with the text of `highlight` marked."""
-        return await anyio.to_thread.run_sync(_render_page, path, page, tuple(highlight))
+        return await self._sources.render_pdf_page(path, page, highlight)
 
     # -- conversations -------------------------------------------------------------------------
     def conversations(self, collection: str | None = None) -> list[ConversationSummary]:
@@ -745,72 +700,38 @@ class UiService:
     ) -> AskRun:
         return AskRun(self, question, conversation_id, self.app.resolve_collection(collection))
 
+    # -- spending ------------------------------------------------------------------------------
+    def spending(self) -> SpendingTotals:
+        """Today's and this month's chat cost with the caps of the current settings (one small
+        ledger file is read)."""
+        return spending_for(self.app).totals()
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
+    # -- prompt bundles ------------------------------------------------------------------------
+    def bundles(self) -> list[BundleInfo]:
+        """Every prompt bundle (shipped first); `active` marks the one new questions use."""
+        with _bundle_errors():
+            return BundleRegistry.of(self.app.data).list()
 
+    def bundle_diff(self, a: str, b: str) -> BundleDiff:
+        with _bundle_errors():
+            return BundleRegistry.of(self.app.data).diff(a, b)
 
-def _context(snap: Snapshot, doc_id: str, block_id: str) -> tuple[SourceView, str]:
-    """The cited block and up to SOURCE_RADIUS neighbours on each side within its section."""
-    ordinal = snap.block_ordinal(doc_id, block_id)
-    if ordinal is None:
-        return SourceView(
-            found=False, message="this block is not in the knowledge base version the answer used"
-        ), ""
-    block = snap.block(ordinal)
-    doc = snap.documents[block.doc]
-    section = doc.sections[block.section] if 0 <= block.section < len(doc.sections) else None
-    first, last = doc.block_start, doc.block_start + doc.block_count - 1
-    lo = ordinal
-    while (
-        lo > first and ordinal - lo < SOURCE_RADIUS and snap.block(lo - 1).section == block.section
-    ):
-        lo -= 1
-    hi = ordinal
-    while (
-        hi < last and hi - ordinal < SOURCE_RADIUS and snap.block(hi + 1).section == block.section
-    ):
-        hi += 1
-    blocks = []
-    for i in range(lo, hi + 1):
-        b = snap.block(i)
-        blocks.append(
-            SourceBlock(
-                block_id=b.block_id,
-                text=b.text,
-                cited=i == ordinal,
-                page_start=b.page_start,
-                page_end=b.page_end,
-            )
-        )
-    view = SourceView(
-        found=True,
-        title=doc.title,
-        source=doc.source,
-        source_label=doc.source_label,
-        section_path=section.path if section else "",
-        format=doc.format,
-        blocks=tuple(blocks),
-        page=block.page_start,
-    )
-    return view, doc.content_hash
+    def promote_bundle(self, ref: str) -> str:
+        """Make a frozen bundle the baseline (the page asked first); its id@version."""
+        with _bundle_errors():
+            bundle = BundleRegistry.of(self.app.data).promote(ref, confirm=True)
+        return f"{bundle.id}@{bundle.version}"
+
+    def rollback_bundle(self) -> str:
+        """Return to the baseline before the last promotion; its id@version."""
+        with _bundle_errors():
+            bundle = BundleRegistry.of(self.app.data).rollback()
+        return f"{bundle.id}@{bundle.version}"
 
 
-def _render_page(path: str, page: int, highlight: tuple[str, ...]) -> bytes:
-    import pymupdf
-
-    mupdf: Any = pymupdf  # untyped library
-    with mupdf.open(path) as pdf:  # opened read-only; annotations are never saved
-        if not 1 <= page <= pdf.page_count:
-            raise AppError(f"page {page} is not in {path} (it has {pdf.page_count} pages)")
-        p = pdf[page - 1]
-        for text in highlight:
-            for quad in p.search_for(text, quads=True)[:20]:
-                p.add_highlight_annot(quad)
-        pixmap = p.get_pixmap(matrix=mupdf.Matrix(PDF_ZOOM, PDF_ZOOM), annots=True)
-        png: bytes = pixmap.tobytes("png")
-        return png
+@contextlib.contextmanager
+def _bundle_errors() -> Iterator[None]:
+    try:
+        yield
+    except BundleError as exc:
+        raise AppError(str(exc)) from None

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from nicegui import ui
 
-from actors.ui_service import USER_ERRORS, AskRun, Citation, UiService
+from actors.ui_service import USER_ERRORS, AskRun, Citation, SpendingCapReached, UiService
 from web.answer_view import AnswerView, GaugeView, citation_chips, markdown_html
 from web.i18n import Texts
 from web.live_answer import LiveAnswer
@@ -157,6 +157,9 @@ def _ask_error(t: Texts, exc: BaseException) -> str:
     message = str(exc)
     if "DeepSeek API key" in message:
         return t("ask.no_key")
+    if isinstance(exc, SpendingCapReached):
+        spent, cap = f"{exc.spent:.4f} {exc.currency}", f"{exc.cap:g} {exc.currency}"
+        return t(f"spend.cap_reached_{exc.period}", spent=spent, cap=cap)
     if isinstance(exc, USER_ERRORS):
         return t("error.prefix", detail=message)
     return t("error.unexpected", detail=f"{type(exc).__name__}: {exc}")

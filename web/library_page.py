@@ -1,6 +1,7 @@
 """The library page: collections (switch, create, rename, delete), adding documents with live
-progress, failed documents with their reasons and a retry, the documents with their outlines
-and removal, the snapshot history with activate (rollback) and clean-up, and direct tool use.
+progress, failed documents with their reasons and a retry, the documents with their outlines,
+metadata edits (title, source label, aliases) and removal, the snapshot history with activate
+(rollback) and clean-up, and direct tool use.
 
 Every destructive action asks first. Nothing here changes data except through the UiService.
 """
@@ -166,6 +167,14 @@ def _documents(
                             sections=d.sections,
                         )
                     ).classes("text-xs text-slate-500")
+                    if d.source_label and d.source_label != d.source:
+                        ui.label(t("lib.doc_label", label=d.source_label)).classes(
+                            "text-xs text-slate-500"
+                        ).mark("document-label")
+                    if d.aliases:
+                        ui.label(t("lib.doc_aliases", aliases=", ".join(d.aliases))).classes(
+                            "text-xs text-slate-500"
+                        ).mark("document-aliases")
                     outline = ui.column().classes("w-full gap-0").mark("outline")
                     exp.on_value_change(_outline_loader(service, t, d.doc_id, outline))
 
@@ -175,6 +184,11 @@ def _documents(
                     refresh()
 
                 ui.button(
+                    t("lib.edit"),
+                    icon="edit",
+                    on_click=lambda d=d: _edit_dialog(service, t, d, refresh),
+                ).props("flat dense").mark("edit-button")
+                ui.button(
                     t("lib.remove"),
                     icon="delete",
                     on_click=lambda source=d.source, remove=remove: confirm(
@@ -182,6 +196,48 @@ def _documents(
                     ),
                 ).props("flat dense color=negative").mark("remove-button")
     return docs
+
+
+def _edit_dialog(
+    service: UiService, t: Texts, doc: DocumentView, refresh: Callable[[], None]
+) -> None:
+    """Title, source label and aliases (one per line). Saving makes a new snapshot that carries
+    everything else over; the edit also holds for later imports of the same file."""
+    with ui.dialog() as dialog, ui.card().classes("w-[36rem] max-w-full"):
+        dialog.mark("edit-dialog")
+        ui.label(t("lib.edit_title", source=doc.source)).classes("text-base font-semibold")
+        title = ui.input(t("lib.edit_field_title"), value=doc.title).classes("w-full")
+        label = ui.input(t("lib.edit_field_label"), value=doc.source_label or doc.source)
+        label.classes("w-full")
+        aliases = ui.textarea(t("lib.edit_field_aliases"), value="\n".join(doc.aliases))
+        aliases.classes("w-full").props("autogrow")
+        ui.label(t("lib.edit_note")).classes("text-xs text-slate-500")
+        title.mark("edit-title")
+        label.mark("edit-label")
+        aliases.mark("edit-aliases")
+
+        async def save() -> None:
+            result = await guarded(
+                t,
+                service.edit_document,
+                doc.doc_id,
+                title=title.value or "",
+                source_label=label.value or "",
+                aliases=(aliases.value or "").splitlines(),
+            )
+            if result is None:
+                return  # the error was shown; the dialog stays open to correct it
+            dialog.close()
+            ui.notify(
+                t("lib.edited", title=result.title) if result.changed else t("lib.edit_unchanged"),
+                type="positive",
+            )
+            refresh()
+
+        with ui.row():
+            ui.button(t("lib.edit_save"), icon="save", on_click=save).mark("edit-save")
+            ui.button(t("lib.keep"), on_click=dialog.close).props("flat")
+    dialog.open()
 
 
 def _outline_loader(

@@ -175,3 +175,29 @@ async def test_outline_and_direct_tools_work_without_a_model(
     ui_user.find(marker="tool-run-search").click()
     await ui_user.should_see(marker="tool-block")
     await ui_user.should_see("Streams · Streams / Backpressure")
+
+
+async def test_title_and_aliases_are_edited_from_the_library(
+    ui_user: User, home_copy: Path, no_keys: None
+) -> None:
+    service = service_for(home_copy)
+    register(service)
+    await ui_user.open("/library")
+    events = next(i for i, d in enumerate(service.documents()) if d.source == "events.md")
+    UserInteraction(ui_user, {found(ui_user, "edit-button")[events]}, None).click()
+    await ui_user.should_see(marker="edit-dialog")
+    title = found(ui_user, "edit-title")[0]
+    title.set_value("")
+    ui_user.find(marker="edit-save").click()
+    await ui_user.should_see("the title is empty")  # refused, said why, dialog stays
+    assert len(service.snapshots()) == 1
+    title.set_value("Node.js events")
+    found(ui_user, "edit-aliases")[0].set_value("EventEmitter\n\nemitters ")
+    ui_user.find(marker="edit-save").click()
+    await eventually(lambda: len(found(ui_user, "snapshot-row")) == 2, timeout_s=30)
+    await ui_user.should_see("Node.js events")
+    assert texts_of(ui_user, "document-aliases") == ["Also known as: EventEmitter, emitters"]
+    edited = next(d for d in service.documents() if d.source == "events.md")
+    assert (edited.title, edited.aliases) == ("Node.js events", ("EventEmitter", "emitters"))
+    hits = await service.run_tool("list_documents", {"source": "eventemitter"})
+    assert [d["title"] for d in hits["documents"]] == ["Node.js events"]

@@ -1,0 +1,189 @@
+"""The source viewer's data: a cited block among its section's neighbours, read from the
+snapshot the answer used, and for PDFs the page drawn from the original file with the block
+marked — only when that file is still where it was imported from and unchanged (same hash).
+
+Read-only: it never writes a document, a snapshot or the original file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+import anyio.to_thread
+import msgspec
+
+from actors.app import App, AppError
+from actors.origins import Origins
+from index.snapshot import Snapshot
+
+SOURCE_RADIUS = 3  # neighbouring blocks of the same section shown around a cited block
+PDF_ZOOM = 1.6
+
+
+class SourceBlock(msgspec.Struct, frozen=True, kw_only=True):
+    block_id: str
+    text: str
+    cited: bool
+    page_start: int | None = None
+    page_end: int | None = None
+
+
+PdfProblem = Literal["unknown", "moved", "changed"]
+
+
+class SourceView(msgspec.Struct, frozen=True, kw_only=True):
+    """A cited block in its context: the neighbouring blocks of its section."""
+
+    found: bool
+    message: str = ""  # why nothing (or no page image) can be shown
+    title: str = ""
+    source_label: str = ""
+    section_path: str = ""
+    format: str = ""
+    source: str = ""
+    blocks: tuple[SourceBlock, ...] = ()
+    page: int | None = None
+    pdf_path: str | None = None  # the original PDF, found and unchanged since the import
+    pdf_problem: PdfProblem | None = None  # why there is no pdf_path for a PDF
+    pdf_origin: str = ""  # where the file was imported from, when that is known
+
+
+class SourceReader:
+    """Source views of one app; remembers the hashes of original files it has checked."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self._file_hashes: dict[tuple[str, int, int], str] = {}
+
+    async def view(
+        self,
+        doc_id: str,
+        block_id: str,
+        *,
+        snapshot_id: str | None = None,
+        collection: str | None = None,
+    ) -> SourceView:
+        """The cited block among its section's neighbours, read from the snapshot the answer
+        used (or the active one); says plainly when that snapshot is gone."""
+        name = self.app.resolve_collection(collection)
+        catalog = self.app.catalog(name)
+        if snapshot_id is not None and catalog.manifest(snapshot_id) is None:
+            return SourceView(
+                found=False,
+                message=f"the snapshot this answer used ({snapshot_id}) has been cleaned up, "
+                "so its sources can no longer be shown; ask again to cite the current one",
+            )
+        sid = snapshot_id or catalog.active_id()
+        if sid is None:
+            return SourceView(found=False, message="this collection has no documents yet")
+        with catalog.pinned(sid) as snap:
+            view, content_hash = await anyio.to_thread.run_sync(_context, snap, doc_id, block_id)
+        if view.found and view.format == "pdf" and view.page is not None:
+            view = await anyio.to_thread.run_sync(self._with_pdf, name, view, content_hash)
+        return view
+
+    def _with_pdf(self, collection: str, view: SourceView, content_hash: str) -> SourceView:
+        """Attach the original PDF when it is still where it was imported from, unchanged."""
+        origin = Origins(self.app.data, collection).get(view.source)
+        problem: PdfProblem
+        if origin is None:
+            problem, why = "unknown", "the original file's location was never recorded"
+        elif not Path(origin).is_file():
+            problem, why = "moved", f"the original file is no longer at {origin}"
+        elif self._hash_of(Path(origin)) != content_hash:
+            problem, why = "changed", f"the file at {origin} has changed since it was imported"
+        else:
+            return msgspec.structs.replace(view, pdf_path=origin)
+        return msgspec.structs.replace(
+            view,
+            pdf_problem=problem,
+            pdf_origin=origin or "",
+            message=f"{why}; the page image cannot be shown",
+        )
+
+    def _hash_of(self, path: Path) -> str:
+        """The file's sha256, remembered while its size and modification time stay the same
+        (a click on a citation should not re-read a large PDF every time)."""
+        st = path.stat()
+        key = (str(path), st.st_size, st.st_mtime_ns)
+        if key not in self._file_hashes:
+            self._file_hashes[key] = _sha256(path)
+        return self._file_hashes[key]
+
+    async def render_pdf_page(self, path: str, page: int, highlight: Sequence[str] = ()) -> bytes:
+        """PNG of a 1-based page of the PDF, with the text of `highlight` marked."""
+        return await anyio.to_thread.run_sync(_render_page, path, page, tuple(highlight))
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _context(snap: Snapshot, doc_id: str, block_id: str) -> tuple[SourceView, str]:
+    """The cited block and up to SOURCE_RADIUS neighbours on each side within its section."""
+    ordinal = snap.block_ordinal(doc_id, block_id)
+    if ordinal is None:
+        return SourceView(
+            found=False, message="this block is not in the knowledge base version the answer used"
+        ), ""
+    block = snap.block(ordinal)
+    doc = snap.documents[block.doc]
+    section = doc.sections[block.section] if 0 <= block.section < len(doc.sections) else None
+    first, last = doc.block_start, doc.block_start + doc.block_count - 1
+    lo = ordinal
+    while (
+        lo > first and ordinal - lo < SOURCE_RADIUS and snap.block(lo - 1).section == block.section
+    ):
+        lo -= 1
+    hi = ordinal
+    while (
+        hi < last and hi - ordinal < SOURCE_RADIUS and snap.block(hi + 1).section == block.section
+    ):
+        hi += 1
+    blocks = []
+    for i in range(lo, hi + 1):
+        b = snap.block(i)
+        blocks.append(
+            SourceBlock(
+                block_id=b.block_id,
+                text=b.text,
+                cited=i == ordinal,
+                page_start=b.page_start,
+                page_end=b.page_end,
+            )
+        )
+    view = SourceView(
+        found=True,
+        title=doc.title,
+        source=doc.source,
+        source_label=doc.source_label,
+        section_path=section.path if section else "",
+        format=doc.format,
+        blocks=tuple(blocks),
+        page=block.page_start,
+    )
+    return view, doc.content_hash
+
+
+def _render_page(path: str, page: int, highlight: tuple[str, ...]) -> bytes:
+    import pymupdf
+
+    mupdf: Any = pymupdf  # untyped library
+    with mupdf.open(path) as pdf:  # opened read-only; annotations are never saved
+        if not 1 <= page <= pdf.page_count:
+            raise AppError(f"page {page} is not in {path} (it has {pdf.page_count} pages)")
+        p = pdf[page - 1]
+        for text in highlight:
+            for quad in p.search_for(text, quads=True)[:20]:
+                p.add_highlight_annot(quad)
+        pixmap = p.get_pixmap(matrix=mupdf.Matrix(PDF_ZOOM, PDF_ZOOM), annots=True)
+        png: bytes = pixmap.tobytes("png")
+        return png
