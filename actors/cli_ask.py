@@ -15,6 +15,7 @@ from typing import Any
 import anyio.to_thread
 import msgspec
 from rich.console import Console
+from rich.markup import escape
 
 from actors.app import App, AppError
 from actors.asking import AskResult, ask
@@ -68,27 +69,29 @@ class _AnswerPrinter:
             self.write(self.numbers.flush())
             if self.wrote:
                 self.write("\n")
-                err.print(f"[yellow](the text above is withdrawn: {event.reason})[/]")
+                err.print(f"[yellow](the text above is withdrawn: {escape(event.reason)})[/]")
             self.numbers = MarkerNumbers(self.evidence)
             self.wrote = False
         elif isinstance(event, ToolCallFinished):
             if event.harness_status == "ok" and event.payload is not None:
                 self.evidence.add_result(event.tool, event.payload)
             if not self.quiet:
-                err.print(f"[dim]· {event.tool}: {event.outcome} ({event.harness_status})[/]")
+                err.print(
+                    f"[dim]· {escape(f'{event.tool}: {event.outcome} ({event.harness_status})')}[/]"
+                )
         elif isinstance(event, ToolCallStarted):
             pass
         elif self.quiet:
             return
         elif isinstance(event, Finalizing):
-            err.print(f"[yellow]· finishing now: {event.message}[/]")
+            err.print(f"[yellow]· finishing now: {escape(event.message)}[/]")
         elif isinstance(event, ConversationTrimmed):
-            err.print(f"[yellow]· {event.reason}[/]")
+            err.print(f"[yellow]· {escape(event.reason)}[/]")
         elif isinstance(event, ProtocolError):
             err.print(f"[dim]· the model broke the reply format ({event.consecutive})[/]")
         elif isinstance(event, ModelCallFinished) and not event.ok:
             retry = "; retrying once" if event.will_retry else ""
-            err.print(f"[yellow]· model call failed: {event.error_message}{retry}[/]")
+            err.print(f"[yellow]· model call failed: {escape(event.error_message or '')}{retry}[/]")
 
     def done(self) -> None:
         self.write(self.numbers.flush())
@@ -156,7 +159,7 @@ def _report(result: AskResult, *, as_json: bool) -> int:
                 sys.stdout.write(f"      “{citation.preview}”\n")
         sys.stdout.flush()
     if f.answer is None:
-        err.print(f"[red]no answer[/] ({f.termination_reason}): {f.message}")
+        err.print(f"[red]no answer[/] ({f.termination_reason}): {escape(f.message or '')}")
     elif f.termination_reason not in ANSWERED:
         err.print(f"[yellow]answer given under a limit[/] ({f.termination_reason})")
     err.print(
@@ -199,7 +202,7 @@ async def cmd_keys(app: App, args: argparse.Namespace) -> int:
             if args.json:
                 _emit_json({"stored": False, "message": str(exc), "env": ENV_NAMES[args.name]})
             else:
-                err.print(f"[yellow]{exc}[/]")
+                err.print(f"[yellow]{escape(str(exc))}[/]")
             return EXIT_FAIL
         if args.json:
             _emit_json({"stored": True, "key": args.name, "shown_as": mask(key)})
@@ -228,7 +231,7 @@ async def _test_keys(app: App, names: list[KeyName], *, as_json: bool) -> int:
     else:
         for which, r in results.items():
             mark = "[green]ok[/]" if r.ok else f"[red]{r.code}[/]"
-            err.print(f"{which}: {mark} {r.message} ({r.latency_ms:.0f} ms)")
+            err.print(f"{which}: {mark} {escape(r.message)} ({r.latency_ms:.0f} ms)")
     return EXIT_OK if ok else EXIT_FAIL
 
 

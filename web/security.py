@@ -12,7 +12,7 @@ import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
 from http.cookies import SimpleCookie
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -136,8 +136,9 @@ class LoopbackGuard:
         """Trade the token for the session cookie and redirect to the same URL without it."""
         query = bytes(scope.get("query_string", b"")).decode("latin-1")
         rest = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k != TOKEN_PARAM]
-        path = str(scope.get("path") or "/")
-        location = path + (f"?{urlencode(rest)}" if rest else "")
+        location = _local_path(str(scope.get("path") or "/")) + (
+            f"?{urlencode(rest)}" if rest else ""
+        )
         cookie = f"{COOKIE_NAME}={self.launch.session}; Path=/; HttpOnly; SameSite=Strict"
         await send(
             {
@@ -191,6 +192,16 @@ class LoopbackGuard:
             }
         )
         await send({"type": "http.response.body", "body": body})
+
+
+def _local_path(path: str) -> str:
+    """The redirect target after the exchange: a path on this server, never another site.
+
+    `//evil.example/` or `/\\evil.example` would be read by a browser as another host, and a
+    decoded CR/LF would split the header; both become plain, re-quoted local paths."""
+    if not path.startswith("/") or path.startswith("//") or "\\" in path:
+        return "/"
+    return quote(path, safe="/:@!$&'()*+,;=-._~")
 
 
 def _refusal_page(reason: str) -> str:

@@ -7,11 +7,11 @@ and the wording of a refused key is never quoted at all (some vendors echo the k
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
 import msgspec
 
+from engine import redaction
 from engine.network import parse_retry_after
 
 ErrorCode = Literal[
@@ -30,7 +30,6 @@ RETRYABLE_CODES: frozenset[str] = frozenset(
     {"rate_limited", "server_error", "timeout", "connection", "bad_response"}
 )
 _VENDOR_TEXT_MAX = 300
-_SECRETISH = re.compile(r"(?i)\b(?:sk|pk|ak)-[A-Za-z0-9*._-]{4,}|bearer\s+\S+")
 
 
 class ChatError(Exception):
@@ -66,10 +65,8 @@ class ChatError(Exception):
 
 
 def redact(text: str, secret: str) -> str:
-    """`text` without `secret` and without anything that looks like a key or bearer token."""
-    if secret and len(secret) >= 4:
-        text = text.replace(secret, "[redacted]")
-    return _SECRETISH.sub("[redacted]", text)
+    """`text` without `secret`, any key this process knows, or anything key-shaped."""
+    return redaction.redact(text, secret)
 
 
 class _ErrorDetail(msgspec.Struct):

@@ -8,7 +8,6 @@ an exception or a repr (vendor error text is redacted before it is quoted).
 from __future__ import annotations
 
 import functools
-import re
 import ssl
 from collections.abc import Sequence
 from typing import Any
@@ -19,13 +18,13 @@ import httpx
 import msgspec
 import numpy as np
 
+from engine import redaction
 from engine.embedding.base import EmbeddingError, EmbeddingResult, normalise
 from engine.network import CaBundleError, parse_retry_after, ssl_context
 from index.records import EmbeddingSpec
 
 PROVIDER = "openai_compatible"
 _VENDOR_TEXT_MAX = 300
-_SECRETISH = re.compile(r"(?i)\b(?:sk|pk|ak)-[A-Za-z0-9*._-]{4,}|bearer\s+\S+")
 
 
 class _Item(msgspec.Struct):
@@ -148,9 +147,7 @@ class OpenAICompatibleEmbedding:
             ) from None
 
     def _redact(self, text: str) -> str:
-        if self._api_key and len(self._api_key) >= 4:
-            text = text.replace(self._api_key, "[redacted]")
-        return _SECRETISH.sub("[redacted]", text)
+        return redaction.redact(text, self._api_key)
 
     def _vendor_text(self, response: httpx.Response) -> tuple[str, str]:
         """The vendor's error message (redacted, shortened) and its error code or type."""

@@ -297,7 +297,7 @@ def render_list(summaries: Sequence[TraceSummary]) -> RenderableType:
             status,
             _n(s.tokens),
             _cost(s.cost),
-            question if len(question) <= 60 else question[:59] + "…",
+            Text(question if len(question) <= 60 else question[:59] + "…"),  # never markup
         )
     return table
 
