@@ -26,7 +26,12 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
         help="open the desktop UI (native window, or the browser with --browser)",
     )
     how = p.add_mutually_exclusive_group()
-    how.add_argument("--native", action="store_true", help="the native window (the default)")
+    how.add_argument(
+        "--native",
+        action="store_true",
+        help="the native window (the default; where none can open, says why and serves the "
+        "browser UI)",
+    )
     how.add_argument(
         "--browser", action="store_true", help="serve the browser UI on 127.0.0.1 only"
     )
@@ -45,6 +50,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
         return EXIT_USAGE
     started = time.monotonic()
+    from engine import redaction
+
+    redaction.install()  # no key in any log line or traceback, uvicorn's included
     # Imported here: the UI toolkit loads only when serving, and web/ sits above actors/.
     from actors.app import App
     from actors.ui_service import USER_ERRORS
