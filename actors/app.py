@@ -16,8 +16,11 @@ import anyio.to_thread
 import msgspec
 
 from actors.catalog import Catalog, CatalogError, GcReport
+from actors.document_edit import DocumentEditError, EditResult, edit_document
 from actors.ingest import ImportProgress, ImportResult, Ingest, PauseGate
 from actors.journal import Journal
+from actors.origins import Origins, origins_of
+from actors.overrides import DocumentOverride, OverrideError, Overrides, clean_edit
 from engine.config import Config, load_config
 from engine.embedding import (
     EmbeddingCache,
@@ -25,6 +28,7 @@ from engine.embedding import (
     LocalEmbedding,
     OpenAICompatibleEmbedding,
 )
+from engine.formats import APP_STATE_FORMAT
 from engine.paths import DataDir, check_collection_name, data_home
 from engine.secrets import get_key
 from engine.tokens import TokenCounter
@@ -63,6 +67,7 @@ class StatusReport(msgspec.Struct, kw_only=True):
 
 class _State(msgspec.Struct):
     current_collection: str = DEFAULT_COLLECTION
+    format_version: int = APP_STATE_FORMAT
 
 
 class App:
@@ -190,6 +195,9 @@ class App:
     ) -> ImportResult:
         name = self.resolve_collection(collection)
         with writer_lock(self.data, wait_for_writer_s):
+            # Recorded first, so an import that is killed and resumed still knows them.
+            found = await anyio.to_thread.run_sync(origins_of, paths)
+            await anyio.to_thread.run_sync(Origins(self.data, name).remember, found)
             ingest = Ingest(
                 self.data,
                 self.config,
@@ -225,7 +233,35 @@ class App:
                     f"{item!r} is neither a document source nor a doc_id in collection "
                     f"{catalog.collection!r}; see `citewise tool list_documents '{{}}'`"
                 )
-        return await self.import_paths([], collection=catalog.collection, removals=chosen)
+        result = await self.import_paths([], collection=catalog.collection, removals=chosen)
+        if result.activated:  # a file imported later under the same name starts afresh
+            await anyio.to_thread.run_sync(Overrides(self.data, catalog.collection).forget, chosen)
+        return result
+
+    async def edit_document(
+        self,
+        item: str,
+        *,
+        title: str | None = None,
+        source_label: str | None = None,
+        aliases: Sequence[str] | None = None,
+        collection: str | None = None,
+    ) -> EditResult:
+        """Change a document's title, source label or aliases (by doc_id or source): a new
+        snapshot that carries everything else over, and an edit later imports keep."""
+        catalog = self.catalog(collection)
+        try:
+            edit = clean_edit(title=title, source_label=source_label, aliases=aliases)
+            if edit == DocumentOverride():
+                raise AppError("nothing to change: give a new title, source label or aliases")
+            with writer_lock(self.data):
+                result = await anyio.to_thread.run_sync(edit_document, catalog, item, edit)
+                if result.changed:
+                    s = self.config.snapshots
+                    await anyio.to_thread.run_sync(catalog.gc, s.keep_last, s.keep_days)
+                return result
+        except (DocumentEditError, OverrideError, CatalogError) as exc:
+            raise AppError(str(exc)) from None
 
     # -- the five tools, by hand -------------------------------------------------------------
     async def run_tool(

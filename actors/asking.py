@@ -22,6 +22,7 @@ from actors.conversations import (
     now_utc,
 )
 from actors.harness import open_request
+from actors.spending import spending_for
 from engine.bundles import active_bundle
 from engine.chat import ChatClient, ChatError
 from engine.harness import (
@@ -48,6 +49,15 @@ class AskResult(msgspec.Struct, frozen=True, kw_only=True):
     finished: RequestFinished
     conversation_id: str
     collection: str
+
+
+def _valid_text(text: str) -> bool:
+    """False for lone surrogates (undecodable bytes from argv or a broken paste)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def chat_client(app: App) -> ChatClient:
@@ -149,6 +159,11 @@ async def ask(
     """
     if not question.strip():
         raise AppError("the question is empty")
+    if not _valid_text(question):
+        raise AppError(
+            "the question holds bytes that are not text (a terminal not set to UTF-8, or a "
+            "broken paste); retype it, or set the terminal to UTF-8"
+        )
     name = app.resolve_collection(collection)
     store = ConversationStore(app.data, name)
     cid = conversation_id or store.new_id()
@@ -160,7 +175,8 @@ async def ask(
         raise AppError(f"there is no conversation {conversation_id!r} in collection {name!r}")
     earlier: Sequence[EarlierTurn] = await anyio.to_thread.run_sync(store.earlier, cid)
     request = Request(question=question, conversation_id=cid, earlier=tuple(earlier))
-    client = chat or chat_client(app)
+    # Off the event loop: the key store and the client's TLS setup can take many milliseconds.
+    client = chat if chat is not None else await anyio.to_thread.run_sync(chat_client, app)
     try:
         finished = await _run(app, name, request, client, on_event, bundle, limits)
     finally:
@@ -194,7 +210,7 @@ async def _run(
                 await on_event(finished)
             return finished
         deps = deps_for(app, snapshot, client, bundle=bundle, limits=limits)
-        async with open_request(deps, request) as running:
+        async with open_request(deps, request, spending=spending_for(app)) as running:
             async for event in running.events:
                 if on_event is not None:
                     await on_event(event)

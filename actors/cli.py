@@ -12,6 +12,9 @@ from collections.abc import Sequence
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from engine import redaction
+
+    redaction.install()  # before anything can log: no key reaches a log or a traceback
     from actors.commands import main as run_command
 
     return run_command(argv)

@@ -7,6 +7,7 @@ Runs the app on trio. Progress and notices go to stderr; results to stdout. Exit
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Coroutine, Sequence
 from importlib.metadata import PackageNotFoundError, version
@@ -16,6 +17,7 @@ from typing import Any
 import anyio
 import msgspec
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -32,9 +34,15 @@ from actors.cli_ask import add_parsers as add_ask_parsers
 from actors.cli_eval import add_parsers as add_eval_parsers
 from actors.cli_serve import add_parsers as add_serve_parsers
 from actors.cli_trace import add_parsers as add_trace_parsers
+from actors.cli_upgrade import add_parsers as add_upgrade_parsers
+from actors.cli_upgrade import gate as data_gate
 from actors.ingest import ImportProgress, ImportResult
+from actors.spending import SpendingCapReached
+from actors.upgrade import UpgradeRequired
 from engine.config import ConfigError
 from engine.paths import InvalidCollectionName
+from engine.redaction import redact
+from engine.upgrade import UpgradeError
 from engine.writer_lock import WriterBusy
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_PARTIAL = 0, 1, 2, 3
@@ -93,6 +101,13 @@ class _ProgressView:
 
 async def cmd_import(app: App, args: argparse.Namespace) -> int:
     paths = [Path(p) for p in args.paths]
+    for raw in args.paths:
+        if not _is_text(raw):
+            shown = os.fsencode(raw).decode("utf-8", "backslashreplace")
+            raise AppError(
+                f"the path {shown} is not valid UTF-8 text, which Citewise cannot record; "
+                "rename it (or the folder it is in) and import again"
+            )
     if not paths and not app.pending_import(args.collection):
         err.print(
             "nothing to import: name files or folders, e.g. `citewise import ~/Documents/notes`"
@@ -108,6 +123,15 @@ async def cmd_import(app: App, args: argparse.Namespace) -> int:
     return _report_import(result, args.json)
 
 
+def _is_text(value: str) -> bool:
+    """False when argv held bytes that are not UTF-8 (Python keeps them as lone surrogates)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _report_import(result: ImportResult, as_json: bool) -> int:
     code = {
         "ready": EXIT_OK,
@@ -120,9 +144,9 @@ def _report_import(result: ImportResult, as_json: bool) -> int:
         return code
     s = result.stats
     if result.status is None:
-        out.print(f"{result.message} (snapshot {result.snapshot_id})")
+        out.print(f"{escape(result.message)} (snapshot {result.snapshot_id})")
     elif result.status == "failed":
-        out.print(f"[red]import failed:[/] {result.message}")
+        out.print(f"[red]import failed:[/] {escape(result.message)}")
     else:
         out.print(
             f"snapshot {result.snapshot_id} is active ({result.status}): "
@@ -131,11 +155,11 @@ def _report_import(result: ImportResult, as_json: bool) -> int:
             f"{s.blocks_chunked} blocks, {s.blocks_embedded} newly embedded"
         )
     for f in result.failed_documents:
-        out.print(f"  [red]failed[/] {f.source} ({f.stage}: {f.reason}) {f.message}")
+        out.print(f"  [red]failed[/] {escape(f'{f.source} ({f.stage}: {f.reason}) {f.message}')}")
     if result.skipped:
         names = ", ".join(x.source for x in result.skipped[:8])
         more = f" and {len(result.skipped) - 8} more" if len(result.skipped) > 8 else ""
-        out.print(f"  skipped (not a supported type): {names}{more}")
+        out.print(f"  skipped (not a supported type): {escape(names)}{more}")
     return code
 
 
@@ -150,7 +174,9 @@ async def cmd_status(app: App, args: argparse.Namespace) -> int:
     if args.json:
         emit_json(report)
         return EXIT_OK
-    out.print(f"collection [bold]{report.collection}[/]  (data: {report.data_dir})")
+    out.print(
+        f"collection [bold]{escape(report.collection)}[/]  (data: {escape(str(report.data_dir))})"
+    )
     a = report.active_snapshot
     if a is None:
         out.print("no active snapshot yet: import documents with `citewise import PATH`")
@@ -161,9 +187,8 @@ async def cmd_status(app: App, args: argparse.Namespace) -> int:
         )
         out.print(f"content hash {a.content_hash} · embedding {a.embedding}")
         for f in a.failed_documents:
-            out.print(
-                f"  [red]missing[/] {f['source']} ({f['stage']}: {f['reason']}) {f['message']}"
-            )
+            line = f"{f['source']} ({f['stage']}: {f['reason']}) {f['message']}"
+            out.print(f"  [red]missing[/] {escape(line)}")
         if a.skipped:
             out.print(f"  {len(a.skipped)} files skipped (unsupported type)")
     if report.import_:
@@ -231,7 +256,7 @@ async def cmd_snapshots(app: App, args: argparse.Namespace) -> int:
             verdict = "[green]ok[/]" if result.ok else "[red]DAMAGED[/]"
             out.print(f"snapshot {_one_id(args)}: {verdict} (content hash {result.actual})")
             for p in result.problems:
-                out.print(f"  {p}")
+                out.print(f"  {p}", markup=False)
         return EXIT_OK if result.ok else EXIT_FAIL
     if action == "gc":
         report = await app.gc(args.collection)
@@ -279,7 +304,47 @@ async def cmd_collections(app: App, args: argparse.Namespace) -> int:
         emit_json({"collections": app.collections(), "current": current})
     else:
         for name in app.collections():
-            out.print(f"{'*' if name == current else ' '} {name}")
+            out.print(f"{'*' if name == current else ' '} {name}", markup=False)
+    return EXIT_OK
+
+
+async def cmd_documents(app: App, args: argparse.Namespace) -> int:
+    """`documents list`, and `documents edit DOC` (title, source label, aliases)."""
+    if args.action == "list":
+        if args.doc is not None:
+            raise AppError("`citewise documents list` takes no document")
+        outcome = await app.run_tool("list_documents", "{}", collection=args.collection)
+        listed = msgspec.json.decode(outcome.json)
+        if args.json:
+            emit_json({"documents": listed.get("documents", []), "total": listed.get("total", 0)})
+            return EXIT_OK
+        for d in listed.get("documents", []):
+            aliases = f"  (aliases: {', '.join(d['aliases'])})" if d["aliases"] else ""
+            line = f"{d['doc_id']}  {d['source_label']}  {d['title']}{aliases}"
+            out.print(escape(line))
+        return EXIT_OK
+    if args.doc is None:
+        raise AppError("say which document: `citewise documents edit DOC_ID|SOURCE --title …`")
+    aliases = [] if args.clear_aliases else args.aliases
+    result = await app.edit_document(
+        args.doc,
+        title=args.title,
+        source_label=args.label,
+        aliases=aliases,
+        collection=args.collection,
+    )
+    if args.json:
+        emit_json(result)
+    elif result.changed:
+        aliases = f"; aliases: {', '.join(result.aliases)}" if result.aliases else ""
+        out.print(
+            escape(
+                f"{result.doc_id} is now “{result.title}” ({result.source_label}{aliases}); "
+                f"snapshot {result.snapshot_id} is active (was {result.previous_snapshot_id})"
+            )
+        )
+    else:
+        out.print(f"{result.doc_id} already reads like that; no new snapshot")
     return EXIT_OK
 
 
@@ -345,6 +410,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_collections)
 
     p = sub.add_parser(
+        "documents", parents=[common], help="list documents, or edit a title and aliases"
+    )
+    p.add_argument("action", choices=["list", "edit"])
+    p.add_argument("doc", nargs="?", metavar="DOC", help="edit: a doc_id or a document's source")
+    p.add_argument("--title", help="edit: the title to show and cite")
+    p.add_argument("--label", help="edit: the source label (how the source is named)")
+    p.add_argument(
+        "--alias",
+        dest="aliases",
+        action="append",
+        metavar="ALIAS",
+        help="edit: another name list_documents finds the document by (repeat; replaces all)",
+    )
+    p.add_argument("--clear-aliases", action="store_true", help="edit: remove every alias")
+    p.set_defaults(func=cmd_documents)
+
+    p = sub.add_parser(
         "tool", parents=[common], help="run one of the five tools by hand and print its JSON"
     )
     p.add_argument(
@@ -359,6 +441,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_trace_parsers(sub, common)
     add_eval_parsers(sub, common)
     add_serve_parsers(sub, common)
+    add_upgrade_parsers(sub, common)
 
     p = sub.add_parser("bench", parents=[common], help="run benchmarks and write reports")
     p.add_argument("names", nargs="*", help="benchmarks to run (default: all)")
@@ -368,11 +451,30 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 async def _run(func: Command, args: argparse.Namespace) -> int:
+    data_gate(args.command)  # refuses data of a newer build, or data that needs `upgrade`
     app = App.from_environment()
     try:
         return await func(app, args)
     finally:
         await app.aclose()
+
+
+USER_ERRORS = (
+    AppError,
+    CatalogError,
+    ConfigError,
+    InvalidCollectionName,
+    WriterBusy,
+    UpgradeError,
+    UpgradeRequired,
+)
+
+
+def _sole_error(exc: BaseException) -> BaseException:
+    """The one exception inside nested single-member exception groups, else `exc` itself."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -392,10 +494,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             err.print("interrupted")
         return EXIT_FAIL
-    except (AppError, CatalogError, ConfigError, InvalidCollectionName, WriterBusy) as exc:
-        err.print(f"[red]error:[/] {exc}")
-        return EXIT_USAGE
-    except Exception as exc:  # last resort: the user sees what broke, not a traceback
-        err.print(f"[red]unexpected error:[/] {type(exc).__name__}: {exc}")
+    except Exception as group:
+        # A task group (e.g. the trace writer's) wraps a user error raised inside it.
+        exc = _sole_error(group)
+        if isinstance(exc, SpendingCapReached):  # the request was refused: a failure (SPEC §12)
+            err.print(f"[red]error:[/] {escape(redact(str(exc)))}")
+            return EXIT_FAIL
+        if isinstance(exc, USER_ERRORS):
+            err.print(f"[red]error:[/] {escape(redact(str(exc)))}")
+            return EXIT_USAGE
+        # Last resort: the user sees what broke, not a traceback.
+        err.print(f"[red]unexpected error:[/] {type(exc).__name__}: {escape(redact(str(exc)))}")
         err.print("please report this with `citewise status --json` output")
         return EXIT_FAIL

@@ -20,10 +20,14 @@ RESERVED_ENV = frozenset(
     {"CITEWISE_DEEPSEEK_API_KEY", "CITEWISE_EMBEDDING_API_KEY", "CITEWISE_HOME"}
 )
 
-PositiveInt = Annotated[int, msgspec.Meta(gt=0)]
-NonNegInt = Annotated[int, msgspec.Meta(ge=0)]
-PositiveFloat = Annotated[float, msgspec.Meta(gt=0)]
-NonNegFloat = Annotated[float, msgspec.Meta(ge=0)]
+# Upper bounds keep every value finite and within what timers, dates and SQLite can hold:
+# `inf` or 2**70 would pass a bare lower bound and then fail far from the setting that caused it.
+PositiveInt = Annotated[int, msgspec.Meta(gt=0, le=1_000_000_000)]
+NonNegInt = Annotated[int, msgspec.Meta(ge=0, le=1_000_000_000)]
+NonNegFloat = Annotated[float, msgspec.Meta(ge=0, le=1e12)]
+Seconds = Annotated[float, msgspec.Meta(gt=0, le=86_400)]
+Days = Annotated[int, msgspec.Meta(ge=0, le=36_500)]
+Megabytes = Annotated[int, msgspec.Meta(gt=0, le=1_000_000)]
 Url = Annotated[str, msgspec.Meta(pattern=r"^https?://[^\s]+$")]
 
 
@@ -39,7 +43,7 @@ class Price(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 class ChatSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     base_url: Url = "https://api.deepseek.com"
     model: Annotated[str, msgspec.Meta(min_length=1)] = "deepseek-chat"
-    timeout_s: PositiveFloat = 120.0
+    timeout_s: Seconds = 120.0
     max_output_tokens: PositiveInt = 4000
     temperature: Annotated[float, msgspec.Meta(ge=0, le=2)] = 0.0
     price: Price = Price()
@@ -54,13 +58,13 @@ class EmbeddingSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True)
     dimensions: PositiveInt = 1536
     batch_size: Annotated[int, msgspec.Meta(gt=0, le=2048)] = 64
     concurrency: Annotated[int, msgspec.Meta(gt=0, le=32)] = 2
-    timeout_s: PositiveFloat = 60.0
+    timeout_s: Seconds = 60.0
 
 
 class BudgetSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    max_context_tokens: Annotated[int, msgspec.Meta(ge=1000)] = 100_000
-    max_request_tokens: Annotated[int, msgspec.Meta(ge=1000)] = 400_000
-    finalization_reserve_tokens: Annotated[int, msgspec.Meta(ge=100)] = 4_000
+    max_context_tokens: Annotated[int, msgspec.Meta(ge=1000, le=100_000_000)] = 100_000
+    max_request_tokens: Annotated[int, msgspec.Meta(ge=1000, le=1_000_000_000)] = 400_000
+    finalization_reserve_tokens: Annotated[int, msgspec.Meta(ge=100, le=100_000_000)] = 4_000
     max_tool_calls: Annotated[int, msgspec.Meta(ge=0, le=100)] = 8
 
 
@@ -76,20 +80,20 @@ class RetrievalSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True)
 
 class IngestSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     block_target_tokens: Annotated[int, msgspec.Meta(ge=32, le=4000)] = 256
-    max_file_megabytes: Annotated[int, msgspec.Meta(gt=0)] = 512
-    max_archive_megabytes: Annotated[int, msgspec.Meta(gt=0)] = 256  # inflated DOCX/EPUB limit
+    max_file_megabytes: Megabytes = 512
+    max_archive_megabytes: Megabytes = 256  # inflated DOCX/EPUB limit
     parse_workers: Annotated[int, msgspec.Meta(gt=0, le=16)] = 2
 
 
 class TraceSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     mode: Literal["metadata", "full"] = "metadata"
-    retention_days: NonNegInt = 30
-    max_megabytes: PositiveInt = 500
+    retention_days: Days = 30
+    max_megabytes: Megabytes = 500
 
 
 class SnapshotSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    keep_last: Annotated[int, msgspec.Meta(ge=1)] = 5
-    keep_days: NonNegInt = 0  # 0 = age does not protect a snapshot
+    keep_last: Annotated[int, msgspec.Meta(ge=1, le=100_000)] = 5
+    keep_days: Days = 0  # 0 = age does not protect a snapshot
 
 
 class NetworkSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -99,6 +103,11 @@ class NetworkSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 class UiSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     language: Literal["zh", "en"] = "en"
+
+
+class UpdateSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    # Asked only when the person checks for updates; empty = never ask the network.
+    feed_url: Annotated[str, msgspec.Meta(pattern=r"^(https?://[^\s]+)?$")] = ""
 
 
 class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -112,6 +121,7 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     snapshots: SnapshotSettings = SnapshotSettings()
     network: NetworkSettings = NetworkSettings()
     ui: UiSettings = UiSettings()
+    updates: UpdateSettings = UpdateSettings()
 
     def __post_init__(self) -> None:
         # Budgets that contradict each other would make every request fail before it starts.
@@ -185,6 +195,8 @@ def _describe_type(tp: Any) -> str:
         v = getattr(info, attr, None)
         if v is not None:
             bounds.append(f"{sym} {v}")
+    if isinstance(info, msgspec.inspect.StrType) and info.min_length:
+        bounds.append("not empty")
     kind = {
         msgspec.inspect.IntType: "an integer",
         msgspec.inspect.FloatType: "a number",
@@ -208,6 +220,7 @@ def _lookup(data: Mapping[str, Any], parts: list[str]) -> Any:
 
 def parse_config(data: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Config:
     """Validate TOML data plus environment overrides into a Config."""
+    _check_format_version(data.get("format_version", CONFIG_FORMAT))
     merged: dict[str, Any] = {
         k: (dict(v) if isinstance(v, Mapping) else v) for k, v in data.items()
     }
@@ -221,6 +234,22 @@ def parse_config(data: Mapping[str, Any], environ: Mapping[str, str] | None = No
         return msgspec.convert(merged, Config, strict=False)
     except msgspec.ValidationError as exc:
         raise ConfigError(_explain(exc, merged)) from None
+
+
+def _check_format_version(found: object) -> None:
+    """An older file needs `citewise upgrade`; a newer one came from a newer Citewise."""
+    if found == CONFIG_FORMAT or not isinstance(found, int) or isinstance(found, bool):
+        return  # a wrong type is explained with the other validation errors
+    if found < CONFIG_FORMAT:
+        raise ConfigError(
+            f"config.toml has format_version = {found}, older than this version of Citewise "
+            f"reads ({CONFIG_FORMAT}); run `citewise upgrade` to convert it (a copy is kept)"
+        )
+    raise ConfigError(
+        f"config.toml has format_version = {found}, written by a newer Citewise (this version "
+        f"reads {CONFIG_FORMAT}); use that version, or restore a backup with "
+        "`citewise backup list` and `citewise backup restore ID`"
+    )
 
 
 def _explain(exc: msgspec.ValidationError, data: Mapping[str, Any]) -> str:

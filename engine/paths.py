@@ -13,27 +13,59 @@ Nothing is ever written outside it. Layout:
 
 from __future__ import annotations
 
+import ntpath
 import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import platformdirs
+import platformdirs.api
+import platformdirs.windows
 
 APP_NAME = "Citewise"
 _COLLECTION_NAME = re.compile(r"^[\w][\w .-]{0,63}$")
+
+
+# Folder names Windows reserves for devices (also with any extension): "CON", "nul.txt", …
+_WINDOWS_DEVICES = frozenset(
+    {"con", "prn", "aux", "nul"} | {f"{d}{i}" for d in ("com", "lpt") for i in range(1, 10)}
+)
 
 
 class InvalidCollectionName(ValueError):
     pass
 
 
-def data_home(environ: dict[str, str] | None = None) -> Path:
+def data_home(environ: dict[str, str] | None = None, system: str = sys.platform) -> Path:
+    """CITEWISE_HOME, else the per-user data directory of this OS.
+
+    On Windows that is the local, not the roaming, profile (%LOCALAPPDATA%\\Citewise): gigabytes
+    of snapshots must not be copied to a domain server at every logon.
+    """
     env = os.environ if environ is None else environ
     override = env.get("CITEWISE_HOME")
     if override:
         return Path(override).expanduser().resolve()
-    return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False, roaming=False))
+    if system == "win32":
+        folders: platformdirs.api.PlatformDirsABC = platformdirs.windows.Windows(
+            APP_NAME, appauthor=False, roaming=False
+        )
+    else:
+        folders = platformdirs.PlatformDirs(APP_NAME, appauthor=False, roaming=False)
+    return Path(folders.user_data_dir)
+
+
+def long_path(path: str | os.PathLike[str], system: str = sys.platform) -> str:
+    """A path Windows APIs accept beyond 260 characters (the `\\\\?\\` form); elsewhere as is."""
+    text = os.fspath(path)
+    if system != "win32" or text.startswith("\\\\?\\"):
+        return text
+    text = ntpath.abspath(text) if sys.platform == "win32" else ntpath.normpath(text)
+    if text.startswith("\\\\"):  # \\server\share\… → \\?\UNC\server\share\…
+        return "\\\\?\\UNC\\" + text[2:]
+    return "\\\\?\\" + text
 
 
 def check_collection_name(name: str) -> str:
@@ -42,6 +74,11 @@ def check_collection_name(name: str) -> str:
         raise InvalidCollectionName(
             f"{name!r} is not a valid collection name: use up to 64 letters, digits, spaces, "
             "'.', '-' or '_', not starting or ending with a space or dot"
+        )
+    if name.split(".")[0].strip().lower() in _WINDOWS_DEVICES:
+        raise InvalidCollectionName(
+            f"{name!r} cannot be a collection name: Windows reserves it for a device; "
+            "choose another name"
         )
     return name
 

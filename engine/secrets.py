@@ -12,6 +12,8 @@ from typing import Literal
 import keyring
 import keyring.errors
 
+from engine import redaction
+
 SERVICE = "citewise"
 KeyName = Literal["deepseek", "embedding"]
 ENV_NAMES: dict[KeyName, str] = {
@@ -22,6 +24,13 @@ ENV_NAMES: dict[KeyName, str] = {
 
 class SecretStoreUnavailable(Exception):
     """No OS credential store; the message says which environment variable to use instead."""
+
+
+class SecretTooLong(SecretStoreUnavailable):
+    """A key larger than Windows Credential Manager's blob limit (refused on every OS)."""
+
+
+MAX_SECRET_BYTES = 2560  # CRED_MAX_CREDENTIAL_BLOB_SIZE; keyring stores text as UTF-16-LE
 
 
 def keyring_available() -> bool:
@@ -39,12 +48,22 @@ def get_key(name: KeyName) -> str | None:
         value = keyring.get_password(SERVICE, name)
     except keyring.errors.KeyringError:
         value = None
-    if value:
-        return value
-    return os.environ.get(ENV_NAMES[name]) or None
+    value = value or os.environ.get(ENV_NAMES[name]) or None
+    redaction.remember(value)  # whatever this process knows is scrubbed from its logs
+    return value
 
 
 def set_key(name: KeyName, value: str) -> None:
+    """Store a key; refused before writing when Windows' credential store could not hold it."""
+    size = len(value.encode("utf-16-le"))  # how Credential Manager stores the secret
+    if size > MAX_SECRET_BYTES:
+        raise SecretTooLong(
+            f"this key is {size} bytes as stored, more than the {MAX_SECRET_BYTES} bytes the "
+            "system credential store holds, so it was not saved; check that you pasted only the "
+            "key (no extra text), or set it in the environment variable "
+            f"{ENV_NAMES[name]} instead"
+        )
+    redaction.remember(value)
     try:
         keyring.set_password(SERVICE, name, value)
     except keyring.errors.KeyringError:

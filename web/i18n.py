@@ -108,6 +108,25 @@ TEXTS: dict[str, tuple[str, str]] = {
     "source.page_image": ("Page {page} of the original PDF", "原始 PDF 第 {page} 页"),
     "source.no_page_image": ("No page image: {message}", "没有页面图像:{message}"),
     "source.cited": ("cited", "被引用"),
+    "source.pdf_unknown": (
+        "The page cannot be drawn: where the original PDF was imported from is not known. "
+        "The block's text is shown above; import the file again to see its pages.",
+        "无法显示页面:不知道原始 PDF 是从哪里导入的。"
+        "上面显示的是该块的文字;重新导入该文件即可查看页面。",
+    ),
+    "source.pdf_moved": (
+        "The page cannot be drawn: the original PDF is no longer at {path}. The block's text is "
+        "shown above; move the file back, or import it again from its new place.",
+        "无法显示页面:原始 PDF 已不在 {path}。"
+        "上面显示的是该块的文字;把文件移回原处,或从新位置重新导入。",
+    ),
+    "source.pdf_changed": (
+        "The page cannot be drawn: the PDF at {path} has changed since it was imported, so its "
+        "pages no longer match. The block's text is shown above; import the file again to "
+        "update it.",
+        "无法显示页面:{path} 处的 PDF 在导入后被修改过,页面已对不上。"
+        "上面显示的是该块的文字;重新导入该文件即可更新。",
+    ),
     # library
     "lib.import": ("Add documents", "添加文档"),
     "lib.upload": ("Drop files here or click to choose", "拖放文件到这里,或点击选择"),
@@ -179,6 +198,21 @@ TEXTS: dict[str, tuple[str, str]] = {
         "{source} · {format} · {blocks} 个块 · {sections} 个章节",
     ),
     "lib.outline": ("Outline", "目录"),
+    "lib.doc_label": ("Shown as: {label}", "显示为:{label}"),
+    "lib.doc_aliases": ("Also known as: {aliases}", "别名:{aliases}"),
+    "lib.edit": ("Edit", "编辑"),
+    "lib.edit_title": ("Edit {source}", "编辑 {source}"),
+    "lib.edit_field_title": ("Title", "标题"),
+    "lib.edit_field_label": ("Source label", "来源名称"),
+    "lib.edit_field_aliases": ("Aliases, one per line", "别名(每行一个)"),
+    "lib.edit_note": (
+        "Saving makes a new snapshot (nothing is read or embedded again); importing the file "
+        "again keeps these names.",
+        "保存会生成新快照(不会重新读取或向量化);以后重新导入该文件也会保留这些名称。",
+    ),
+    "lib.edit_save": ("Save", "保存"),
+    "lib.edited": ("Saved: the document is now “{title}”.", "已保存:文档现在名为“{title}”。"),
+    "lib.edit_unchanged": ("Nothing changed.", "没有变化。"),
     "lib.remove": ("Remove", "移除"),
     "lib.remove_confirm": (
         "Remove {source} from the knowledge base? Older snapshots keep it.",
@@ -250,6 +284,88 @@ TEXTS: dict[str, tuple[str, str]] = {
     "set.currency": ("Currency", "货币"),
     "set.daily_cap": ("Daily spending cap (0 = none)", "每日花费上限(0 = 不限)"),
     "set.monthly_cap": ("Monthly spending cap (0 = none)", "每月花费上限(0 = 不限)"),
+    "spend.title": ("Spending on chat requests", "对话请求花费"),
+    "spend.today": ("Today ({when}): {spent}, no daily cap", "今天({when}):{spent},未设每日上限"),
+    "spend.today_capped": (
+        "Today ({when}): {spent} of the daily cap {cap}",
+        "今天({when}):{spent},每日上限 {cap}",
+    ),
+    "spend.month": (
+        "This month ({when}): {spent}, no monthly cap",
+        "本月({when}):{spent},未设每月上限",
+    ),
+    "spend.month_capped": (
+        "This month ({when}): {spent} of the monthly cap {cap}",
+        "本月({when}):{spent},每月上限 {cap}",
+    ),
+    "spend.reached_today": (
+        "The daily cap is reached: new questions are refused until tomorrow, or until you raise "
+        "the cap.",
+        "已达到每日上限:在明天之前(或提高上限之前)新的提问会被拒绝。",
+    ),
+    "spend.reached_month": (
+        "The monthly cap is reached: new questions are refused until next month, or until you "
+        "raise the cap.",
+        "已达到每月上限:在下个月之前(或提高上限之前)新的提问会被拒绝。",
+    ),
+    "spend.other_currencies": (
+        "Costs recorded in another currency ({currencies}) are not counted here.",
+        "以其他货币({currencies})记录的花费未计入此处。",
+    ),
+    "spend.note": (
+        "Costs are computed from the prices below and the usage the model reports. Set the caps "
+        "under Chat model (0 = no cap); a cap refuses new questions, never one already running.",
+        "花费按下方价格和模型报告的用量计算。上限在“对话模型”中设置(0 = 不限);"
+        "达到上限后会拒绝新的提问,但不会中断正在进行的回答。",
+    ),
+    "spend.cap_reached_day": (
+        "The daily spending cap is reached ({spent} of {cap} today), so this question was not "
+        "sent. Raise or clear the daily cap in Settings, or ask again tomorrow.",
+        "已达到每日花费上限(今天已花 {spent},上限 {cap}),所以这个问题没有发送。"
+        "请在“设置”中提高或取消每日上限,或明天再问。",
+    ),
+    "spend.cap_reached_month": (
+        "The monthly spending cap is reached ({spent} of {cap} this month), so this question "
+        "was not sent. Raise or clear the monthly cap in Settings, or ask again next month.",
+        "已达到每月花费上限(本月已花 {spent},上限 {cap}),所以这个问题没有发送。"
+        "请在“设置”中提高或取消每月上限,或下个月再问。",
+    ),
+    "bundle.title": ("Prompt bundles", "提示词包"),
+    "bundle.row": (
+        "{ref} · {source} · {status} — {description}",
+        "{ref} · {source} · {status} — {description}",
+    ),
+    "bundle.source.release": ("shipped", "内置"),
+    "bundle.source.local": ("local experiment", "本地实验"),
+    "bundle.status.frozen": ("frozen", "已冻结"),
+    "bundle.status.draft": ("draft (not frozen)", "草稿(未冻结)"),
+    "bundle.status.modified": ("changed after freezing", "冻结后被修改"),
+    "bundle.status.broken": ("unusable", "不可用"),
+    "bundle.active": ("used for new questions", "新提问使用中"),
+    "bundle.promote": ("Make baseline", "设为基线"),
+    "bundle.promote_confirm": (
+        "Make {ref} the baseline for every new question, replacing {current}? The differences:",
+        "将 {ref} 设为所有新提问的基线,替换 {current}?差异如下:",
+    ),
+    "bundle.promoted": ("{ref} is now the baseline.", "{ref} 现在是基线。"),
+    "bundle.rollback": ("Roll back", "回滚"),
+    "bundle.rollback_note": (
+        "Returns to the baseline used before the last promotion.",
+        "回到上一次设为基线之前使用的版本。",
+    ),
+    "bundle.rollback_confirm": (
+        "Return to the baseline that was used before the last promotion?",
+        "回到上一次设为基线之前使用的基线?",
+    ),
+    "bundle.rolled_back": (
+        "Rolled back: {ref} is the baseline again.",
+        "已回滚:{ref} 重新成为基线。",
+    ),
+    "bundle.a": ("Compare", "比较"),
+    "bundle.b": ("with", "与"),
+    "bundle.diff": ("Show differences", "显示差异"),
+    "bundle.choose_two": ("Choose two bundles to compare.", "请选择两个要比较的提示词包。"),
+    "bundle.same": ("{a} and {b} are the same.", "{a} 与 {b} 相同。"),
     "set.embedding": ("Embeddings", "向量模型"),
     "set.provider": ("Provider", "提供方"),
     "set.provider.local": (
@@ -390,6 +506,56 @@ TEXTS: dict[str, tuple[str, str]] = {
         "问一个资料中有答案的问题。引用会标明每个要点的出处。",
     ),
     "wiz.finish": ("Ask", "提问"),
+    # upgrade page and the maintenance section of the settings (web/upgrade_page.py,
+    # web/settings_maintenance.py)
+    "upg.title": ("Upgrade your data", "升级数据"),
+    "upg.intro": (
+        "This version of Citewise stores some data differently. Read what changes; nothing "
+        "happens until you confirm, and a copy of your data is kept.",
+        "此版本的 Citewise 以不同方式保存部分数据。请先阅读变更内容;确认之前不会做任何改动,"
+        "并且会保留一份数据副本。",
+    ),
+    "upg.confirm": ("Upgrade now", "立即升级"),
+    "upg.running": ("Upgrading… (copying, converting, checking)", "正在升级……(复制、转换、检查)"),
+    "upg.done": ("The upgrade is done.", "升级完成。"),
+    "upg.failed": (
+        "The upgrade did not happen: {detail}",
+        "升级未完成:{detail}",
+    ),
+    "upg.refused": (
+        "This version cannot open your data: {detail}",
+        "此版本无法打开你的数据:{detail}",
+    ),
+    "upg.backups": ("Backups this version can restore", "可恢复的备份"),
+    "mnt.title": ("Versions and backups", "版本与备份"),
+    "mnt.version": ("Citewise {version}", "Citewise {version}"),
+    "mnt.check": ("Check for a newer version", "检查新版本"),
+    "mnt.no_feed": (
+        "No update feed is set ([updates] feed_url), so nothing was asked online.",
+        "未设置更新源([updates] feed_url),因此没有联网查询。",
+    ),
+    "mnt.installed": ("Version {version} is installed in {path}.", "已安装版本 {version}:{path}。"),
+    "mnt.available": ("Version {version} is available: {url}", "有新版本 {version}:{url}"),
+    "mnt.up_to_date": ("No newer version is published.", "没有更新的版本。"),
+    "mnt.never_auto": (
+        "Nothing is downloaded or installed automatically.",
+        "不会自动下载或安装任何内容。",
+    ),
+    "mnt.backups": ("Backups", "备份"),
+    "mnt.no_backups": (
+        "No backups yet; an upgrade makes one first.",
+        "还没有备份;升级前会自动创建。",
+    ),
+    "mnt.restore": ("Restore", "恢复"),
+    "mnt.restore_confirm": (
+        "Replace your data with backup {id}? Your data as it is now is backed up first.",
+        "用备份 {id} 替换当前数据?当前数据会先被备份。",
+    ),
+    "mnt.restored": (
+        "Backup {id} is restored; restart Citewise to use it.",
+        "备份 {id} 已恢复;请重新启动 Citewise 以使用它。",
+    ),
+    "mnt.cancel": ("Cancel", "取消"),
 }
 
 

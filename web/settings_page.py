@@ -1,6 +1,7 @@
 """The settings page: budgets, chat and embedding models and base URLs, prices and caps, proxy
 and CA bundle, retention, trace mode and language, saved to config.toml only after validation
-(the error names the key, the value and what is allowed), plus the two keys with their tests.
+(the error names the key, the value and what is allowed), plus the two keys with their tests,
+the running spending totals and the prompt bundles (web/settings_spending.py, _bundles.py).
 
 Keys are never settings: they go to the credential store through KeyField, never to the file.
 """
@@ -12,8 +13,11 @@ from typing import Any
 from nicegui import ui
 
 from actors.ui_service import Config, UiService
+from web import settings_maintenance
 from web.i18n import LANGUAGES, Texts
 from web.key_field import KeyField
+from web.settings_bundles import BundlesCard
+from web.settings_spending import spending_card
 from web.shell import frame, show_error, texts
 
 # (section, key) per group; ("chat.price", key) is the nested price table.
@@ -149,6 +153,7 @@ def build(service: UiService) -> None:
                 ui.label(t(title)).classes("text-base font-semibold")
                 with ui.row().classes("gap-4"):
                     forms.append(SettingsForm(t, config, fields))
+        refresh_spending = spending_card(service, t)
         error = ui.label().classes("text-red-700 text-sm").mark("settings-error")
 
         async def save() -> None:
@@ -168,8 +173,11 @@ def build(service: UiService) -> None:
                 show_error(t, exc)
                 return
             error.set_text("")
+            refresh_spending()  # the caps may have changed
             ui.notify(t("set.saved"), type="positive")
             if service.config.ui.language != language_before:
                 ui.navigate.reload()
 
         ui.button(t("set.save"), icon="save", on_click=save).mark("settings-save")
+        BundlesCard(service, t)
+        settings_maintenance.build(service, t)

@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engine.embedding.base import Vectors, normalise
+from index.fsutil import replace_with_retry
 from index.records import EmbeddingSpec
 
 CACHE_FORMAT = 1
@@ -89,7 +90,7 @@ class EmbeddingCache:
 
     def _move_aside(self) -> None:
         stamp = time.strftime("%Y%m%dT%H%M%S")
-        self.path.replace(self.path.with_name(f"{self.path.name}.corrupt-{stamp}"))
+        replace_with_retry(self.path, self.path.with_name(f"{self.path.name}.corrupt-{stamp}"))
         for suffix in ("-wal", "-shm"):
             with contextlib.suppress(FileNotFoundError):
                 self.path.with_name(self.path.name + suffix).unlink()

@@ -6,7 +6,6 @@ back and scanned for every key; a bundle that still holds one is deleted, never 
 
 from __future__ import annotations
 
-import os
 import secrets as _random
 import zipfile
 from collections.abc import Iterable
@@ -15,6 +14,7 @@ from pathlib import Path
 import msgspec
 
 from engine.trace.store import ArtifactUnavailable, TraceStore
+from index.fsutil import replace_with_retry
 
 BUNDLE_FORMAT = 1
 MIN_SECRET_CHARS = 8  # shorter strings are no API key, and scanning for them means nothing
@@ -104,7 +104,7 @@ def write_bundle(
                 zf.writestr(name, clean)
         if not _clean(tmp, keys):
             raise BundleError("a key was still found in the bundle after redaction; it was deleted")
-        os.replace(tmp, dest)
+        replace_with_retry(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)
     return BundleReport(

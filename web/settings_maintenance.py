@@ -1,0 +1,89 @@
+"""The settings page's maintenance section: which version runs and whether a newer one is
+installed or published (asked only when the button is pressed), and the backups with a restore
+that asks first. The prompt-bundle rollback lives in web/settings_bundles.py.
+
+Nothing here updates or installs anything.
+"""
+
+from __future__ import annotations
+
+from nicegui import run, ui
+
+from actors.backup import backups, restore
+from actors.ui_service import UiService
+from engine.harness.machine import app_version
+from engine.updates import VersionReport, check, install_folder
+from engine.upgrade import UpgradeError
+from engine.writer_lock import WriterBusy
+from web.i18n import Texts
+
+
+def build(service: UiService, t: Texts) -> None:
+    with ui.card().classes("w-full").mark("maintenance"):
+        ui.label(t("mnt.title")).classes("text-base font-semibold")
+        ui.label(t("mnt.version", version=app_version())).mark("running-version")
+        result = ui.column().classes("gap-1 text-sm").mark("version-report")
+
+        async def check_now() -> None:
+            config = service.config
+            report: VersionReport | None = await run.io_bound(
+                check,
+                app_version(),
+                folder=install_folder(),
+                feed_url=config.updates.feed_url,
+                proxy=config.network.proxy or None,
+                ca_bundle=config.network.ca_bundle or None,
+            )
+            if report is None:  # the app is shutting down
+                return
+            result.clear()
+            with result:
+                for build_ in report.newer_installed:
+                    ui.label(t("mnt.installed", version=build_.version, path=build_.path))
+                if report.available is not None:
+                    a = report.available
+                    ui.label(t("mnt.available", version=a.version, url=a.url))
+                elif not report.feed_url:
+                    ui.label(t("mnt.no_feed"))
+                elif report.feed_error:
+                    ui.label(report.feed_error).classes("text-red-700")
+                else:
+                    ui.label(t("mnt.up_to_date"))
+                ui.label(t("mnt.never_auto")).classes("opacity-70")
+
+        ui.button(t("mnt.check"), icon="update", on_click=check_now).mark("version-check")
+        _backups(service, t)
+
+
+def _backups(service: UiService, t: Texts) -> None:
+    root = service.app.data.root
+    ui.label(t("mnt.backups")).classes("font-semibold mt-2")
+    found = backups(root)
+    if not found:
+        ui.label(t("mnt.no_backups")).classes("text-sm").mark("no-backups")
+    for info in reversed(found):
+        with ui.row().classes("items-center gap-2"):
+            ui.label(f"{info.backup_id} — {info.reason}").classes("font-mono text-sm")
+            ui.button(
+                t("mnt.restore"), on_click=lambda i=info.backup_id: _confirm(service, t, i)
+            ).props("flat dense").mark(f"restore-{info.backup_id}")
+
+
+def _confirm(service: UiService, t: Texts, backup_id: str) -> None:
+    with ui.dialog() as dialog, ui.card():
+        ui.label(t("mnt.restore_confirm", id=backup_id))
+
+        async def go() -> None:
+            dialog.close()
+            await service.app.aclose()  # open databases must not be replaced under it
+            try:
+                await run.io_bound(restore, service.app.data.root, backup_id)
+            except (UpgradeError, WriterBusy, OSError) as exc:
+                ui.notify(t("error.prefix", detail=str(exc)), type="negative", multi_line=True)
+                return
+            ui.notify(t("mnt.restored", id=backup_id), type="positive", multi_line=True)
+
+        with ui.row():
+            ui.button(t("mnt.restore"), on_click=go).mark("restore-confirm")
+            ui.button(t("mnt.cancel"), on_click=dialog.close)
+    dialog.open()

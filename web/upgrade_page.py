@@ -1,0 +1,99 @@
+"""The page shown instead of the app when the data directory is not usable as it is: data of
+an older Citewise (what the upgrade changes, the backup's size, and a button to confirm), or
+data of a newer one (refused, with the backups this version can restore).
+
+Nothing is upgraded until the person presses the button; a newer directory is never touched.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Callable
+
+from nicegui import app, run, ui
+
+from actors.backup import backups
+from actors.ui_service import UiService
+from actors.upgrade import UpgradeRequired, explain, open_data, run_upgrade
+from engine.paths import data_home
+from engine.upgrade import DataTooNew, UpgradeError
+from web.i18n import Lang, Texts
+
+
+def _language() -> Lang:
+    """The language from config.toml as written (it may be in a format this build cannot load)."""
+    try:
+        data = tomllib.loads((data_home() / "config.toml").read_text(encoding="utf-8"))
+        language = data.get("ui", {}).get("language", "en")
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError, AttributeError):
+        return "en"
+    return "zh" if language == "zh" else "en"
+
+
+def open_or_explain(register: Callable[[UiService], None]) -> UiService | None:
+    """The UiService when the data is usable; else None and the upgrade page is registered
+    (after a confirmed upgrade it opens the service and registers the app's pages itself)."""
+    try:
+        open_data(data_home(), "serve")
+    except (UpgradeRequired, DataTooNew, UpgradeError) as exc:
+        _register(register, exc)
+        return None
+    return UiService.from_environment()
+
+
+def _register(register: Callable[[UiService], None], problem: Exception) -> None:
+    t = Texts(_language())
+    root = data_home()
+
+    def page() -> None:
+        ui.page_title(f"{t('app.title')} — {t('upg.title')}")
+        with ui.column().classes("w-full max-w-3xl mx-auto gap-4 p-4"):
+            ui.label(t("upg.title")).classes("text-xl font-semibold")
+            if isinstance(problem, UpgradeRequired):
+                _explain_upgrade(t, register)
+            else:
+                ui.label(t("upg.refused", detail=str(problem))).classes(
+                    "bg-amber-50 p-2 rounded"
+                ).mark("upgrade-refused")
+                found = backups(root)
+                if found:
+                    ui.label(t("upg.backups")).classes("font-semibold")
+                    for b in found:
+                        ui.label(f"{b.backup_id} — {b.reason}").classes("font-mono text-sm")
+
+    for path in ("/", "/upgrade", "/library", "/settings", "/traces", "/wizard"):
+        ui.page(path)(page)
+
+
+def _explain_upgrade(t: Texts, register: Callable[[UiService], None]) -> None:
+    root = data_home()
+    try:
+        plan = explain(root)
+    except UpgradeError as exc:
+        ui.label(t("upg.failed", detail=str(exc))).classes("text-red-700").mark("upgrade-error")
+        return
+    if plan is None:
+        ui.navigate.to("/")
+        return
+    ui.label(t("upg.intro")).classes("text-base")
+    ui.markdown(f"```\n{plan.text()}\n```").classes("w-full text-sm").mark("upgrade-plan")
+    status = ui.label().classes("text-sm").mark("upgrade-status")
+
+    async def confirm() -> None:
+        button.disable()
+        status.set_text(t("upg.running"))
+        try:
+            await run.io_bound(run_upgrade, root)
+        except (UpgradeError, OSError) as exc:
+            status.set_text(t("upg.failed", detail=str(exc)))
+            status.classes("text-red-700")
+            button.enable()
+            return
+        service = UiService.from_environment()
+        register(service)
+        app.on_shutdown(service.aclose)
+        await service.start()
+        ui.notify(t("upg.done"), type="positive")
+        ui.navigate.to("/")
+
+    button = ui.button(t("upg.confirm"), icon="upgrade", on_click=confirm).mark("upgrade-confirm")
