@@ -107,44 +107,64 @@ def ordered_blocks(doc: DocumentRecord) -> tuple[list[BlockRecord], list[int]]:
 
 
 def write_block_store(
-    directory: Path, documents: Sequence[DocumentRecord], blocks: Sequence[Sequence[BlockRecord]]
-) -> dict[str, int]:
-    """Write the block store files for `documents` whose ordered blocks are `blocks`."""
+    directory: Path,
+    documents: Sequence[DocumentRecord],
+    blocks: Sequence[Sequence[BlockRecord]],
+    parent: BlockStore | None = None,
+) -> tuple[dict[str, int], list[int | None]]:
+    """Write the block store files for `documents` whose ordered blocks are `blocks`.
+
+    Returns the file sizes and, per document, its ordinal in `parent` when the parent holds
+    exactly this document (same metadata, outline, block ids, fields and text bytes), else
+    None. Such a document's folded text is copied from the parent rather than folded again;
+    `parent` must fold like this build (same TOKENIZER_VERSION). The files are the same,
+    byte for byte, either way.
+    """
     n = sum(len(b) for b in blocks)
     meta = np.zeros(n, dtype=BLOCK_DTYPE)
     texts: list[bytes] = []
-    folded: list[bytes] = []
+    folded: list[bytes] = []  # per document with blocks: its folded blocks joined by NUL
     infos: list[DocumentInfo] = []
     all_ids: list[tuple[str, ...]] = []
+    carried: list[int | None] = []
     row = 0
     for doc_ordinal, (doc, doc_blocks) in enumerate(zip(documents, blocks, strict=True)):
-        infos.append(_info(doc, row, len(doc_blocks)))
-        all_ids.append(tuple(b.block_id for b in doc_blocks))
-        for block in doc_blocks:
-            texts.append(block.text.encode("utf-8"))
-            folded.append(scan_form(block.text).encode("utf-8"))
-            meta[row] = (
-                doc_ordinal,
-                block.block_index,
-                block.section,
-                block.page_start or 0,
-                block.page_end or 0,
-                block.tokens,
-                0,
-                0,
-                0,
-                0,
-            )
-            row += 1
-    text_lengths = np.fromiter((len(t) for t in texts), dtype=np.uint64, count=n)
-    folded_lengths = np.fromiter((len(t) for t in folded), dtype=np.uint64, count=n)
-    meta["text_length"] = text_lengths
+        count = len(doc_blocks)
+        info = _info(doc, row, count)
+        ids = tuple(b.block_id for b in doc_blocks)
+        encoded = [b.text.encode("utf-8") for b in doc_blocks]
+        rows = meta[row : row + count]
+        rows["doc"] = doc_ordinal
+        rows["block_index"] = [b.block_index for b in doc_blocks]
+        rows["section"] = [b.section for b in doc_blocks]
+        rows["page_start"] = [b.page_start or 0 for b in doc_blocks]
+        rows["page_end"] = [b.page_end or 0 for b in doc_blocks]
+        rows["tokens"] = [b.tokens for b in doc_blocks]
+        rows["text_length"] = [len(t) for t in encoded]
+        same = _same_in_parent(parent, info, ids, rows, encoded)
+        if count:
+            if same is None or parent is None:
+                folds = [scan_form(b.text).encode("utf-8") for b in doc_blocks]
+                rows["folded_length"] = [len(f) for f in folds]
+                folded.append(FOLDED_SEPARATOR.join(folds))
+            else:
+                source = parent.meta[parent.documents[same].block_range]
+                rows["folded_length"] = source["folded_length"]
+                start = int(source["folded_offset"][0])
+                end = int(source["folded_offset"][-1]) + int(source["folded_length"][-1])
+                folded.append(parent.folded[start:end])
+        infos.append(info)
+        all_ids.append(ids)
+        texts.extend(encoded)
+        carried.append(same)
+        row += count
+    text_lengths = meta["text_length"].astype(np.uint64)
+    folded_lengths = meta["folded_length"].astype(np.uint64)
     meta["text_offset"] = np.cumsum(text_lengths) - text_lengths
-    meta["folded_length"] = folded_lengths
     separators = np.arange(n, dtype=np.uint64) * len(FOLDED_SEPARATOR)
     meta["folded_offset"] = np.cumsum(folded_lengths) - folded_lengths + separators
     documents_file = _DocumentsFile(documents=tuple(infos), block_ids=tuple(all_ids))
-    return {
+    sizes = {
         BLOCKS_META: write_new_file(directory / BLOCKS_META, meta.tobytes()),
         TEXT_BIN: write_new_file(directory / TEXT_BIN, texts),
         FOLDED_BIN: write_new_file(directory / FOLDED_BIN, _joined(folded)),
@@ -152,6 +172,41 @@ def write_block_store(
             directory / DOCUMENTS, msgspec.msgpack.encode(documents_file, order="deterministic")
         ),
     }
+    return sizes, carried
+
+
+def _same_in_parent(
+    parent: BlockStore | None,
+    info: DocumentInfo,
+    ids: tuple[str, ...],
+    rows: npt.NDArray[np.void],
+    encoded: list[bytes],
+) -> int | None:
+    """The ordinal of this very document in `parent`, or None."""
+    if parent is None:
+        return None
+    ordinal = parent.doc_ordinal(info.doc_id)
+    if ordinal is None:
+        return None
+    theirs = parent.documents[ordinal]
+    if msgspec.structs.replace(info, block_start=theirs.block_start) != theirs:
+        return None
+    if parent.block_ids(ordinal) != ids:
+        return None
+    source = parent.meta[theirs.block_range]
+    for field in _COMPARED:
+        if not np.array_equal(source[field], rows[field]):
+            return None
+    if not len(encoded):
+        return ordinal
+    start = int(source["text_offset"][0])
+    end = int(source["text_offset"][-1]) + int(source["text_length"][-1])
+    if parent.text[start:end] != b"".join(encoded):
+        return None
+    return ordinal
+
+
+_COMPARED = ("block_index", "section", "page_start", "page_end", "tokens", "text_length")
 
 
 def _joined(parts: list[bytes]) -> Iterator[bytes]:
@@ -230,6 +285,37 @@ class BlockStore:
             self._id_maps[doc] = index
         i = index.get(block_id)
         return None if i is None else self.documents[doc].block_start + i
+
+    def block_records(self, doc: int) -> tuple[BlockRecord, ...]:
+        """The blocks of document `doc` as records, in block_index order (one pass over its
+        rows: carrying a document into the next snapshot reads every block)."""
+        info = self.documents[doc]
+        rows = self.meta[info.block_range]
+        starts = rows["text_offset"].tolist()
+        ends = (rows["text_offset"] + rows["text_length"]).tolist()
+        text = self.text
+        return tuple(
+            BlockRecord(
+                block_index=block_index,
+                block_id=block_id,
+                section=section,
+                text=text[start:end].decode("utf-8"),
+                tokens=tokens,
+                page_start=page_start or None,
+                page_end=page_end or None,
+            )
+            for block_index, block_id, section, start, end, tokens, page_start, page_end in zip(
+                rows["block_index"].tolist(),
+                self.block_ids(doc),
+                rows["section"].tolist(),
+                starts,
+                ends,
+                rows["tokens"].tolist(),
+                rows["page_start"].tolist(),
+                rows["page_end"].tolist(),
+                strict=True,
+            )
+        )
 
     def row(self, ordinal: int) -> tuple[int, ...]:
         if not 0 <= ordinal < self.n_blocks:

@@ -16,6 +16,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import msgspec
 import numpy as np
@@ -48,29 +49,60 @@ class Bm25Stats(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def write_bm25(
-    directory: Path, token_lists: Iterable[list[str]], *, k1: float, b: float
+    directory: Path,
+    blocks: Iterable[list[str] | int],
+    *,
+    k1: float,
+    b: float,
+    parent: Bm25Index | None = None,
 ) -> tuple[dict[str, int], Bm25Stats]:
-    """Index one token list per block (in ordinal order); return file sizes and stats."""
+    """Index one item per block (in ordinal order); return file sizes and stats.
+
+    An item is the block's token list, or the ordinal of the same block in `parent` (built
+    from the same tokens): its postings and length are then carried over instead of
+    tokenising it again. The files are the same, byte for byte, either way.
+    """
     pair_terms: list[str] = []
     pair_tfs: list[int] = []
     per_block: list[int] = []
+    fresh: list[int] = []  # ordinals of the blocks given as tokens
+    carried_from: list[int] = []  # parent ordinal of each carried block ...
+    carried_to: list[int] = []  # ... and its ordinal here
     lengths: list[int] = []
-    for tokens in token_lists:
-        counts = Counter(tokens)
+    for ordinal, item in enumerate(blocks):
+        if isinstance(item, int):
+            carried_from.append(item)
+            carried_to.append(ordinal)
+            lengths.append(0)  # filled from the parent below
+            continue
+        counts = Counter(item)
         pair_terms.extend(counts.keys())
         pair_tfs.extend(counts.values())
         per_block.append(len(counts))
-        lengths.append(len(tokens))
+        fresh.append(ordinal)
+        lengths.append(len(item))
     n_blocks = len(lengths)
+    block_lengths = np.asarray(lengths, dtype=np.uint32)
 
+    carried = _carried_postings(parent, carried_from, carried_to, block_lengths)
     # Term ids are positions in code point order == UTF-8 byte order, which lookups compare.
-    terms = sorted(dict.fromkeys(pair_terms))
+    terms = sorted({*pair_terms, *carried.terms})
     vocab = {t: i for i, t in enumerate(terms)}
-    term_ids = np.fromiter(map(vocab.__getitem__, pair_terms), np.int64, len(pair_terms))
-    blocks = np.repeat(np.arange(n_blocks, dtype=np.uint32), per_block)
-    order = np.argsort(term_ids, kind="stable")  # stable: ordinals stay ascending per term
-    blocks = blocks[order]
-    tf_all = np.asarray(pair_tfs, dtype=np.uint32)[order]
+    term_ids = np.concatenate(
+        (
+            np.asarray([vocab[t] for t in carried.terms], dtype=np.int64)[carried.term_ids],
+            np.fromiter(map(vocab.__getitem__, pair_terms), np.int64, len(pair_terms)),
+        )
+    )
+    ordinals = np.concatenate(
+        (carried.ordinals, np.repeat(np.asarray(fresh, dtype=np.uint32), per_block))
+    )
+    tf_all = np.concatenate((carried.tfs, np.asarray(pair_tfs, dtype=np.uint32)))
+    # Sorted by term, then ordinal: postings ascend. Carried pairs arrive already sorted, so
+    # the stable sort (a merge of sorted runs) is nearly linear.
+    order = np.argsort((term_ids.astype(np.uint64) << np.uint64(32)) | ordinals, kind="stable")
+    blocks_sorted = ordinals[order]
+    tf_all = tf_all[order]
     tf_dtype = "<u2" if tf_all.size == 0 or int(tf_all.max()) <= 0xFFFF else "<u4"
     df = np.bincount(term_ids, minlength=len(terms))
     tf_offsets = np.concatenate(([0], np.cumsum(df))).astype(np.uint64)
@@ -78,7 +110,9 @@ def write_bm25(
     encoded_terms = [t.encode("utf-8") for t in terms]
     postings: list[bytes] = []
     for t in range(len(terms)):
-        bitmap = BitMap(array.array("I", blocks[tf_offsets[t] : tf_offsets[t + 1]].tobytes()))
+        bitmap = BitMap(
+            array.array("I", blocks_sorted[tf_offsets[t] : tf_offsets[t + 1]].tobytes())
+        )
         bitmap.run_optimize()
         postings.append(bitmap.serialize())
 
@@ -97,17 +131,66 @@ def write_bm25(
         DICT: write_new_file(directory / DICT, table.tobytes()),
         POSTINGS: write_new_file(directory / POSTINGS, postings),
         TF: write_new_file(directory / TF, tf_all.astype(tf_dtype).tobytes()),
-        LENGTHS: write_new_file(directory / LENGTHS, np.asarray(lengths, "<u4").tobytes()),
+        LENGTHS: write_new_file(directory / LENGTHS, block_lengths.astype("<u4").tobytes()),
     }
     stats = Bm25Stats(
         k1=k1,
         b=b,
         n_blocks=n_blocks,
         n_terms=len(terms),
-        total_length=int(sum(lengths)),
+        total_length=int(block_lengths.sum(dtype=np.uint64)),
         tf_dtype=tf_dtype,
     )
     return sizes, stats
+
+
+class _Carried(NamedTuple):
+    """Postings taken over from a parent index: the parent terms they use, and per posting
+    an index into those terms, the new block ordinal and the term frequency; sorted by term,
+    then ordinal."""
+
+    terms: list[str]
+    term_ids: npt.NDArray[np.intp]
+    ordinals: npt.NDArray[np.uint32]
+    tfs: npt.NDArray[np.uint32]
+
+
+def _carried_postings(
+    parent: Bm25Index | None,
+    carried_from: list[int],
+    carried_to: list[int],
+    lengths: npt.NDArray[np.uint32],
+) -> _Carried:
+    """The parent's postings of the blocks carried over, renumbered; fills their `lengths`."""
+    if not carried_from:
+        none = np.zeros(0, dtype=np.uint32)
+        return _Carried([], np.zeros(0, dtype=np.intp), none, none)
+    if parent is None:
+        raise ValueError("blocks carried over from a parent index, but no parent given")
+    n_parent = parent.stats.n_blocks
+    source = np.asarray(carried_from, dtype=np.int64)
+    target = np.asarray(carried_to, dtype=np.int64)
+    if bool(np.any((source < 0) | (source >= n_parent))):
+        raise ValueError(f"carried block ordinals must be in 0..{n_parent - 1}")
+    renumber = np.full(n_parent, -1, dtype=np.int64)
+    renumber[source] = target
+    if len(np.unique(source)) != len(source):
+        raise ValueError("a parent block is carried over twice")
+    lengths[target] = parent._lengths[source]
+
+    term_ids, old_ordinals, tfs = parent.all_postings()
+    new_ordinals = renumber[old_ordinals]
+    keep = new_ordinals >= 0
+    term_ids = term_ids[keep]
+    present = np.zeros(parent.stats.n_terms, dtype=np.bool_)
+    present[term_ids] = True  # the terms some carried block still holds
+    compact = np.cumsum(present, dtype=np.intp) - 1
+    return _Carried(
+        parent.terms(np.flatnonzero(present)),
+        compact[term_ids],
+        new_ordinals[keep].astype(np.uint32),
+        tfs[keep].astype(np.uint32),
+    )
 
 
 def idf(df: int, n: int) -> float:
@@ -284,6 +367,28 @@ class Bm25Index:
         """(ascending block ordinals, term frequencies) of one term."""
         (_, p0, t0), (_, p1, t1) = self._rows[term_id : term_id + 2].tolist()
         return self._ordinals(p0, p1), self._tf[t0:t1].astype(np.float64)
+
+    def all_postings(
+        self,
+    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.uint32], npt.NDArray[np.unsignedinteger]]:
+        """Every posting as (term id, block ordinal, term frequency), sorted by term id, then
+        ordinal: the whole index decoded, for carrying it into a new one."""
+        offsets = self._rows[:, 1].tolist()
+        n_terms = self.stats.n_terms
+        parts = [self._ordinals(offsets[t], offsets[t + 1]) for t in range(n_terms)]
+        ordinals = np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint32)
+        ends = self._rows[:, 2].astype(np.intp)
+        df = ends[1:] - ends[:-1]
+        term_ids = np.repeat(np.arange(n_terms, dtype=np.intp), df)
+        if len(ordinals) != len(term_ids) or len(term_ids) != len(self._tf):
+            raise ValueError(f"{POSTINGS} and {TF} disagree on the number of postings")
+        return term_ids, ordinals, self._tf
+
+    def terms(self, ids: npt.NDArray[np.integer]) -> list[str]:
+        """The terms with the given ids."""
+        offsets = self._rows[:, 0].tolist()
+        data = self._terms
+        return [data[offsets[t] : offsets[t + 1]].decode("utf-8") for t in np.asarray(ids).tolist()]
 
     def _ordinals(self, start: int, end: int) -> npt.NDArray[np.uint32]:
         bitmap = BitMap.deserialize(self._postings[start:end])

@@ -1,10 +1,16 @@
 """Document parsers: a file in, a ParsedDocument (flat sections in reading order) out.
 
-The public surface is parse_file and its contracts; everything else in this package is an
-implementation detail. Parsers only read; they never write files.
+The public surface is parse_file and its contracts, plus plan_parallel_parse, parse_pdf_pages
+and assemble_pdf (one long PDF parsed in several worker processes); everything else in this
+package is an implementation detail. Parsers only read; they never write files.
 """
 
-from engine.parsing.dispatch import PARSER_VERSIONS, SUPPORTED_SUFFIXES, parse_file
+from engine.parsing.dispatch import (
+    PARSER_VERSIONS,
+    SUPPORTED_SUFFIXES,
+    parse_file,
+    plan_parallel_parse,
+)
 from engine.parsing.limits import ParseLimits
 from engine.parsing.model import (
     PATH_SEPARATOR,
@@ -14,6 +20,7 @@ from engine.parsing.model import (
     ParseError,
     unique_paths,
 )
+from engine.parsing.pdf import PdfPart, PdfPlan, assemble_pdf, parse_pdf_pages
 
 __all__ = [
     "PARSER_VERSIONS",
@@ -24,6 +31,11 @@ __all__ = [
     "ParseLimits",
     "ParsedDocument",
     "ParsedSection",
+    "PdfPart",
+    "PdfPlan",
+    "assemble_pdf",
     "parse_file",
+    "parse_pdf_pages",
+    "plan_parallel_parse",
     "unique_paths",
 ]

@@ -14,8 +14,8 @@ from engine.parsing.epub import parse_epub
 from engine.parsing.html import parse_html
 from engine.parsing.limits import MIB, ParseLimits
 from engine.parsing.markdown import parse_markdown
-from engine.parsing.model import ParsedDocument, ParseError
-from engine.parsing.pdf import parse_pdf
+from engine.parsing.model import ParsedDocument, ParseError, unexpected_failure
+from engine.parsing.pdf import PdfPlan, parse_pdf, plan_pdf
 from engine.parsing.text import parse_text
 
 FORMAT_BY_SUFFIX: dict[str, str] = {
@@ -137,7 +137,7 @@ def _check_content(path: Path, fmt: str, head: bytes) -> None:
         raise _wrong_kind(fmt, kind)
 
 
-def _parse(path: Path, limits: ParseLimits) -> ParsedDocument:
+def _format(path: Path) -> str:
     fmt = FORMAT_BY_SUFFIX.get(path.suffix.lower())
     if fmt is None:
         shown = path.suffix or "(no extension)"
@@ -146,24 +146,35 @@ def _parse(path: Path, limits: ParseLimits) -> ParsedDocument:
             f"Citewise cannot import {shown} files; it reads PDF, EPUB, Word (.docx), HTML, "
             "Markdown and plain-text files.",
         )
+    return fmt
+
+
+def _check_file(path: Path, fmt: str, limits: ParseLimits) -> None:
+    """What is checked before any parser reads the file: it is a file, not empty, within the
+    size limit, and its leading bytes do not say it is something else."""
+    size = path.stat().st_size
+    if not path.is_file():
+        raise IsADirectoryError(str(path))
+    if size == 0:
+        raise ParseError(
+            "empty_file", "This file is empty (0 bytes); check that it is the file you meant."
+        )
+    if size > limits.max_file_bytes:
+        raise ParseError(
+            "too_large",
+            f"This file is {size / MIB:,.0f} MB, more than the "
+            f"{limits.max_file_bytes / MIB:,.0f} MB limit (ingest.max_file_megabytes); "
+            "split it or raise the limit in the settings.",
+        )
+    with path.open("rb") as fh:
+        head = fh.read(4096)
+    _check_content(path, fmt, head)
+
+
+def _parse(path: Path, limits: ParseLimits) -> ParsedDocument:
+    fmt = _format(path)
     try:
-        size = path.stat().st_size
-        if not path.is_file():
-            raise IsADirectoryError(str(path))
-        if size == 0:
-            raise ParseError(
-                "empty_file", "This file is empty (0 bytes); check that it is the file you meant."
-            )
-        if size > limits.max_file_bytes:
-            raise ParseError(
-                "too_large",
-                f"This file is {size / MIB:,.0f} MB, more than the "
-                f"{limits.max_file_bytes / MIB:,.0f} MB limit (ingest.max_file_megabytes); "
-                "split it or raise the limit in the settings.",
-            )
-        with path.open("rb") as fh:
-            head = fh.read(4096)
-        _check_content(path, fmt, head)
+        _check_file(path, fmt, limits)
         if fmt == "pdf":
             return parse_pdf(path, limits)
         if fmt == "docx":
@@ -187,6 +198,21 @@ def _parse(path: Path, limits: ParseLimits) -> ParsedDocument:
 DEFAULT_LIMITS = ParseLimits()
 
 
+def plan_parallel_parse(path: Path, limits: ParseLimits = DEFAULT_LIMITS) -> PdfPlan | None:
+    """How to parse `path` in parallel (`parse_pdf_pages` for each range of the plan, then
+    `assemble_pdf`) when it is a PDF long enough to be worth it; None for every other file
+    and for any file with a problem, which `parse_file` then reports as always. Reads the
+    file (run it where parse_file runs), never fails."""
+    path = Path(path)
+    try:
+        if _format(path) != "pdf":
+            return None
+        _check_file(path, "pdf", limits)
+    except (ParseError, OSError):
+        return None
+    return plan_pdf(path, limits)
+
+
 def parse_file(path: Path, limits: ParseLimits = DEFAULT_LIMITS) -> ParsedDocument:
     """Parse one document. Raises only ParseError, whatever the file contains."""
     path = Path(path)
@@ -194,16 +220,5 @@ def parse_file(path: Path, limits: ParseLimits = DEFAULT_LIMITS) -> ParsedDocume
         return _parse(path, limits)
     except ParseError:
         raise
-    except MemoryError as exc:
-        raise ParseError(
-            "too_large",
-            "This document is too large to import with the memory available; split it into "
-            "smaller files and import those.",
-        ) from exc
-    except Exception as exc:  # a library failing on bad input: the document is unreadable
-        raise ParseError(
-            "corrupt",
-            "This file could not be read because it is damaged or uses features Citewise "
-            "does not understand; open it in the program that made it, save it again and "
-            "import it again.",
-        ) from exc
+    except Exception as exc:  # a library failing on bad input, or out of memory
+        raise unexpected_failure(exc) from exc

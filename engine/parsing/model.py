@@ -44,6 +44,23 @@ class ParseError(Exception):
         return (ParseError, (self.reason, self.message))
 
 
+def unexpected_failure(exc: Exception) -> ParseError:
+    """What a parser's unexpected exception means for a person: a library failing on bad input
+    (the document is unreadable), or a document too large for the memory available."""
+    if isinstance(exc, MemoryError):
+        return ParseError(
+            "too_large",
+            "This document is too large to import with the memory available; split it into "
+            "smaller files and import those.",
+        )
+    return ParseError(
+        "corrupt",
+        "This file could not be read because it is damaged or uses features Citewise "
+        "does not understand; open it in the program that made it, save it again and "
+        "import it again.",
+    )
+
+
 def unique_paths(titles: list[str], depths: list[int]) -> list[str]:
     """Full paths for a flat outline, made unique: a repeated path gets " (2)", " (3)" ...
 

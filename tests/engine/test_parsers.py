@@ -18,9 +18,15 @@ from engine.parsing import (
     SUPPORTED_SUFFIXES,
     ParsedDocument,
     ParsedSection,
+    ParseError,
+    ParseLimits,
+    assemble_pdf,
     parse_file,
+    parse_pdf_pages,
+    plan_parallel_parse,
     unique_paths,
 )
+from engine.parsing.pdf import PAGES_PER_PART, plan_pdf
 
 pymupdf: Any = _pymupdf  # pymupdf ships without type hints
 
@@ -455,3 +461,53 @@ def test_html_charset_comes_from_the_meta_tag(tmp_path: Path) -> None:
     expected, got = parse_file(utf8), parse_file(gb)
     assert got.sections == expected.sections
     assert find_section(got, "4.6.4. root 密码安全").depth == 3
+
+
+@pytest.mark.parametrize("name", ["debian-reference.en.pdf", "lshort-zh-cn.pdf"])
+@pytest.mark.parametrize("pages_per_part", [PAGES_PER_PART, 5])
+def test_a_pdf_parsed_in_page_ranges_is_exactly_the_document_of_one_pass(
+    name: str, pages_per_part: int, docs: dict[str, ParsedDocument]
+) -> None:
+    path = DOCS / name
+    plan = plan_pdf(path, ParseLimits(), pages_per_part)
+    assert plan is not None and len(plan.ranges) >= 2
+    assert plan.ranges[0][0] == 0 and plan.ranges[-1][1] == plan.page_count
+    assert all(a[1] == b[0] for a, b in zip(plan.ranges, plan.ranges[1:], strict=False))
+    # Ranges come back in any order, as parallel workers finish them.
+    parts = [parse_pdf_pages(path, start, end) for start, end in reversed(plan.ranges)]
+    split = assemble_pdf(path, ParseLimits(), plan, parts)
+    # Sections, outline headings, page numbers, running headers dropped: all identical.
+    assert split == docs[name]
+
+
+def test_only_long_healthy_pdfs_are_planned_for_parallel_parsing(tmp_path: Path) -> None:
+    assert plan_parallel_parse(DOCS / "debian-reference.en.pdf") is not None
+    assert plan_parallel_parse(DOCS / "debian-reference.zh-cn.txt") is None
+    short = pymupdf.open(DOCS / "debian-reference.en.pdf")
+    short.select(list(range(2 * PAGES_PER_PART - 1)))
+    short.save(tmp_path / "short.pdf")
+    assert plan_parallel_parse(tmp_path / "short.pdf") is None
+    # Damaged, mislabelled or over-limit files are left to parse_file, which says why.
+    data = (DOCS / "debian-reference.en.pdf").read_bytes()
+    (tmp_path / "cut.pdf").write_bytes(data[: len(data) // 2])
+    (tmp_path / "image.pdf").write_bytes(b"\x89PNG\r\n\x1a\n" + data[:4096])
+    for bad in ("cut.pdf", "image.pdf"):
+        assert plan_parallel_parse(tmp_path / bad) is None
+        with pytest.raises(ParseError):
+            parse_file(tmp_path / bad)
+    tiny = ParseLimits(max_file_bytes=1024)
+    assert plan_parallel_parse(DOCS / "debian-reference.en.pdf", tiny) is None
+
+
+def test_ranges_read_from_a_changed_pdf_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "book.pdf"
+    path.write_bytes((DOCS / "debian-reference.en.pdf").read_bytes())
+    plan = plan_pdf(path, ParseLimits(), 100)
+    assert plan is not None
+    first = parse_pdf_pages(path, *plan.ranges[0])
+    with path.open("ab") as f:  # saved again meanwhile
+        f.write(b"\n% appended\n")
+    rest = [parse_pdf_pages(path, start, end) for start, end in plan.ranges[1:]]
+    with pytest.raises(ParseError) as raised:
+        assemble_pdf(path, ParseLimits(), plan, [first, *rest])
+    assert raised.value.reason == "changed"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import tempfile
 from collections.abc import Generator, Iterator
@@ -246,3 +247,87 @@ def test_top_k_equals_a_full_sort_with_many_ties(k: int, size: int, levels: int,
         zip(ordinals.tolist(), scores.tolist(), strict=True), key=lambda h: (-h[1], h[0])
     )
     assert top_k(ordinals, scores, k) == expected[:k]
+
+
+# A document of the test collection: `length` consecutive blocks of the corpus from `start`.
+_DOCUMENT = st.tuples(st.integers(0, 1_650), st.integers(0, 25))
+
+
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_an_index_carried_over_through_adds_and_removes_equals_a_fresh_build(
+    corpus: list[list[str]], data: st.DataObject
+) -> None:
+    # Each step removes some documents and inserts new ones anywhere; the kept documents'
+    # postings come from the previous step's index (renumbered), never from their tokens.
+    documents = data.draw(st.lists(_DOCUMENT, min_size=1, max_size=4), label="initial")
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        parent = root / "step0"
+        parent.mkdir()
+        _, parent_stats = write_bm25(parent, blocks_of(corpus, documents), k1=K1, b=B)
+        for step in range(1, data.draw(st.integers(1, 4), label="steps") + 1):
+            kept = data.draw(st.lists(st.booleans(), min_size=len(documents),
+                                      max_size=len(documents)), label="kept")  # fmt: skip
+            starts = np.cumsum([0] + [length for _, length in documents]).tolist()
+            layout: list[tuple[tuple[int, int], int | None]] = [
+                (doc, start) for doc, start, keep in zip(documents, starts, kept, strict=False)
+                if keep
+            ]  # fmt: skip
+            for at, doc in data.draw(
+                st.lists(st.tuples(st.integers(0, len(layout)), _DOCUMENT), max_size=2),
+                label="added",
+            ):
+                layout.insert(min(at, len(layout)), (doc, None))
+            items: list[list[str] | int] = []
+            for (first, length), parent_start in layout:
+                if parent_start is None:
+                    items.extend(corpus[first : first + length])
+                else:
+                    items.extend(range(parent_start, parent_start + length))
+            documents = [doc for doc, _ in layout]
+            carried, fresh = root / f"step{step}", root / f"fresh{step}"
+            carried.mkdir()
+            fresh.mkdir()
+            with mapped(parent, parent_stats) as previous:
+                _, carried_stats = write_bm25(carried, items, k1=K1, b=B, parent=previous)
+            _, fresh_stats = write_bm25(fresh, blocks_of(corpus, documents), k1=K1, b=B)
+            assert carried_stats == fresh_stats
+            for name in FILES:
+                assert (carried / name).read_bytes() == (fresh / name).read_bytes(), name
+            with mapped(carried, carried_stats) as a, mapped(fresh, fresh_stats) as b:
+                probes = [query_tokens(q) for q in QUERIES]
+                probes += [corpus[first][:3] for first, length in documents if length]
+                for tokens in probes:
+                    got, expected = a.scores(tokens), b.scores(tokens)
+                    assert np.array_equal(got[0], expected[0])
+                    np.testing.assert_allclose(got[1], expected[1], rtol=0, atol=1e-9)
+            parent, parent_stats = carried, carried_stats
+
+
+def blocks_of(corpus: list[list[str]], documents: list[tuple[int, int]]) -> list[list[str]]:
+    return [tokens for first, length in documents for tokens in corpus[first : first + length]]
+
+
+@contextlib.contextmanager
+def mapped(directory: Path, stats: Bm25Stats) -> Iterator[Bm25Index]:
+    maps = [map_file(directory / name) for name in FILES]
+    index = Bm25Index(stats, *maps)
+    try:
+        yield index
+    finally:
+        index.release()
+        for m in maps:
+            close_map(m)
+
+
+def test_carrying_blocks_needs_their_parent_and_each_parent_block_once(tmp_path: Path) -> None:
+    (tmp_path / "p").mkdir()
+    _, stats = write_bm25(tmp_path / "p", [["a", "b"], ["b"]], k1=K1, b=B)
+    with pytest.raises(ValueError, match="no parent"):
+        write_bm25(tmp_path, [0, ["c"]], k1=K1, b=B)
+    with mapped(tmp_path / "p", stats) as parent:
+        for items in ([0, 0], [2], [-1]):
+            with pytest.raises(ValueError):
+                write_bm25(tmp_path, items, k1=K1, b=B, parent=parent)
+    assert not any((tmp_path / name).exists() for name in FILES)

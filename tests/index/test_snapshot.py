@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from index import blockstore
 from index.records import (
     BlockRecord,
     BuildStats,
@@ -449,3 +450,73 @@ def test_open_reads_only_the_small_metadata_files_and_maps_the_rest(
         _OPENED = _MAPPED = None
     assert {"text.bin", "folded.bin", "bm25.postings", "vectors.f16"} <= mapped
     assert opened - mapped == {MANIFEST, HEADER, "documents.msgpack"}
+
+
+def test_a_build_carrying_documents_over_from_its_parent_equals_a_fresh_build(
+    tmp_path: Path, documents: list[DocumentRecord], vectors: list[npt.NDArray[np.float32]]
+) -> None:
+    # Documents the parent holds are carried (folded text and BM25 postings copied, not
+    # recomputed); the result is the fresh build's, byte for byte, over two generations.
+    build(tmp_path / "s1", documents, vectors, manifest("s1"))
+    extra = sectioned_document("nodejs-md/readline.md", "dReadline", "en", limit=40)
+    dns = documents[2]
+    edited = msgspec.structs.replace(
+        dns, blocks=(msgspec.structs.replace(dns.blocks[0], text="edited"), *dns.blocks[1:])
+    )
+    generations = [
+        ([documents[0], extra, edited], [vectors[0], unit_vectors(40, 7), vectors[2]]),
+        ([extra, edited], [unit_vectors(40, 7), vectors[2]]),
+    ]
+    parent = tmp_path / "s1"
+    for k, (docs, vecs) in enumerate(generations, start=2):
+        carried = build(tmp_path / f"s{k}", docs, vecs, manifest(f"s{k}"), parent=parent)
+        fresh = build(tmp_path / f"fresh{k}", docs, vecs, manifest(f"fresh{k}"))
+        assert carried.content_hash == fresh.content_hash and carried.files == fresh.files
+        for name in fresh.files:
+            assert (parent.parent / f"s{k}" / name).read_bytes() == (
+                tmp_path / f"fresh{k}" / name
+            ).read_bytes(), name
+        with Snapshot.open(tmp_path / f"s{k}") as a, Snapshot.open(tmp_path / f"fresh{k}") as b:
+            for query in ("emitter listener", "readline interface", "edited 软件包"):
+                assert a.bm25_search(query, 10) == b.bm25_search(query, 10)
+            assert a.scan("edited") == b.scan("edited") != []
+        assert verify_snapshot(tmp_path / f"s{k}").ok
+        parent = tmp_path / f"s{k}"
+
+
+def test_only_documents_identical_to_the_parents_are_carried_over(
+    tmp_path: Path, built: tuple[Path, SnapshotManifest], documents: list[DocumentRecord]
+) -> None:
+    events, deb_zh, dns = documents
+    retitled = msgspec.structs.replace(events, title="Another title")
+    blocks = list(dns.blocks)
+    text = blocks[5].text  # one character changed: same length, same fields, other bytes
+    assert text[-1].isascii()
+    blocks[5] = msgspec.structs.replace(
+        blocks[5], text=text[:-1] + ("x" if text[-1] != "x" else "y")
+    )
+    edited = msgspec.structs.replace(dns, blocks=tuple(blocks))
+    moved = msgspec.structs.replace(deb_zh, blocks=deb_zh.blocks[:-1])
+    with Snapshot.open(built[0]) as parent:
+        for name, docs, expected in (
+            ("a", [dns, events, deb_zh], [2, 0, 1]),
+            ("b", [retitled, edited, moved], [None, None, None]),
+        ):
+            (tmp_path / name).mkdir()
+            _, carried = blockstore.write_block_store(
+                tmp_path / name,
+                docs,
+                [blockstore.ordered_blocks(d)[0] for d in docs],
+                parent._store(),
+            )
+            assert carried == expected
+
+
+def test_a_document_record_read_back_is_the_one_that_was_built(
+    built: tuple[Path, SnapshotManifest], documents: list[DocumentRecord]
+) -> None:
+    with Snapshot.open(built[0]) as snap:
+        for doc in documents:
+            ordinal = snap.doc_ordinal(doc.doc_id)
+            assert ordinal is not None
+            assert snap.document_record(ordinal) == doc
