@@ -21,15 +21,15 @@ from pathlib import Path
 
 import msgspec
 
+from engine.crashpoints import crash_point
+from engine.formats import POINTER_FORMAT
 from engine.paths import DataDir
-from index.fsutil import atomic_write, fsync_dir
+from index.fsutil import atomic_write, fsync_dir, replace_with_retry
 from index.records import SnapshotManifest
 from index.snapshot import Snapshot, SnapshotError
 
 if sys.platform != "win32":
     import fcntl
-
-POINTER_FORMAT = 1
 
 
 class ActivePointer(msgspec.Struct, frozen=True):
@@ -134,7 +134,11 @@ class Catalog:
         """Keep the record of a batch that formed no usable snapshot, for the history."""
         directory = self.snapshot_path(manifest.snapshot_id)
         directory.mkdir(parents=True, exist_ok=True)
-        atomic_write(directory / "manifest.json", msgspec.json.encode(manifest))
+        atomic_write(
+            directory / "manifest.json",
+            msgspec.json.encode(manifest),
+            point="catalog.failed-manifest",
+        )
 
     # -- the active pointer ------------------------------------------------------------------
     def active_id(self) -> str | None:
@@ -170,7 +174,7 @@ class Catalog:
             pass  # opening proves the files are there and sized as the manifest says
         self.ensure()
         pointer = ActivePointer(snapshot_id=snapshot_id, activated_at=utc_now())
-        atomic_write(self.pointer, msgspec.json.encode(pointer))
+        atomic_write(self.pointer, msgspec.json.encode(pointer), point="catalog.pointer")
         return m
 
     # -- pins --------------------------------------------------------------------------------
@@ -265,7 +269,16 @@ class Catalog:
             self._discard(self.snapshot_path(sid), report)
         self._discard_unfinished_builds(report, keep | set(report.pinned))
         self._empty_trash(report)
+        self._remove_killed_pointer_writes()
         return report
+
+    def _remove_killed_pointer_writes(self) -> None:
+        """A pointer write killed before its rename leaves its temporary file behind. Pointer
+        writes, like GC, run only under the data directory's writer lock: any such file is
+        stale."""
+        if self.root.is_dir():
+            for tmp in self.root.glob(f".{self.pointer.name}.*.tmp"):
+                tmp.unlink(missing_ok=True)
 
     def _discard_unfinished_builds(self, report: GcReport, keep: set[str]) -> None:
         """A directory without a manifest is a build that died; it was never visible."""
@@ -298,22 +311,28 @@ class Catalog:
     def _discard(self, path: Path, report: GcReport) -> None:
         self.trash.mkdir(parents=True, exist_ok=True)
         target = self.trash / f"{path.name}.{secrets.token_hex(2)}"
+        crash_point("gc.trash:before-replace")
         try:
-            os.replace(path, target)
+            replace_with_retry(path, target)
         except OSError:
             report.retry_later.append(path.name)
             return
+        crash_point("gc.trash:after-replace")
         fsync_dir(path.parent)
+        crash_point("gc.trash:after-dir-fsync")
         report.deleted.append(path.name)
 
     def _empty_trash(self, report: GcReport) -> None:
         if not self.trash.is_dir():
             return
         for entry in self.trash.iterdir():
+            crash_point("gc.rmtree:before")
             try:
                 shutil.rmtree(entry)
             except OSError:
                 report.retry_later.append(entry.name)
+                continue
+            crash_point("gc.rmtree:after")
 
 
 def _age_days(created_at: str, now: dt.datetime) -> float:

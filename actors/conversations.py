@@ -15,10 +15,11 @@ from pathlib import Path
 
 import msgspec
 
+from engine.crashpoints import crash_point
+from engine.formats import CONVERSATION_FORMAT
 from engine.harness import EarlierTurn, TerminationReason
 from engine.paths import DataDir, check_collection_name
 
-CONVERSATION_FORMAT = 1
 _ID = re.compile(r"^c[0-9]{8}-[0-9]{6}-[0-9a-f]{6}$")
 
 
@@ -107,9 +108,11 @@ class ConversationStore:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
             os.write(fd, line)
+            crash_point("conversation.append:before-fsync")
             os.fsync(fd)
         finally:
             os.close(fd)
+        crash_point("conversation.append:after-fsync")
 
     def list(self) -> list[ConversationSummary]:
         """Every conversation of the collection, most recently updated first."""

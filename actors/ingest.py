@@ -26,11 +26,23 @@ from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from actors.catalog import Catalog, utc_now
 from actors.journal import DoneEntry, Job, JobTarget, Journal
+from actors.overrides import Overrides
 from engine.chunker import ChunkError, chunk_document, chunker_version
 from engine.config import Config
 from engine.document_cache import DocumentCache, document_key
 from engine.embedding import EmbeddingCache, EmbeddingError, EmbeddingProvider, embed_texts
-from engine.parsing import PARSER_VERSIONS, SUPPORTED_SUFFIXES, ParseError, ParseLimits, parse_file
+from engine.parsing import (
+    PARSER_VERSIONS,
+    SUPPORTED_SUFFIXES,
+    ParsedDocument,
+    ParseError,
+    ParseLimits,
+    PdfPart,
+    assemble_pdf,
+    parse_file,
+    parse_pdf_pages,
+    plan_parallel_parse,
+)
 from engine.paths import DataDir
 from engine.tokens import TokenCounter, preload
 from index.records import (
@@ -160,6 +172,9 @@ def discover(paths: Sequence[Path]) -> tuple[list[Target], list[SkippedFile], li
                         continue
                     file = Path(dirpath) / name
                     source = file.relative_to(root).as_posix()
+                    if (bad := _bad_name(source)) is not None:
+                        failed.append(bad)
+                        continue
                     if file.suffix.lower() not in SUPPORTED_SUFFIXES:
                         skipped.append(SkippedFile(source=source, reason="unsupported_type"))
                         continue
@@ -168,6 +183,9 @@ def discover(paths: Sequence[Path]) -> tuple[list[Target], list[SkippedFile], li
                     targets[source] = Target(file, source, _size(file))
         elif path.is_file():
             source = path.name
+            if (bad := _bad_name(source)) is not None:
+                failed.append(bad)
+                continue
             if path.suffix.lower() not in SUPPORTED_SUFFIXES:
                 failed.append(
                     FailedDocument(
@@ -183,13 +201,32 @@ def discover(paths: Sequence[Path]) -> tuple[list[Target], list[SkippedFile], li
         else:
             failed.append(
                 FailedDocument(
-                    source=str(raw),
+                    source=_shown(str(raw)),
                     stage="read",
                     reason="not_found",
                     message="no such file or folder; check the path and try again",
                 )
             )
     return sorted(targets.values(), key=lambda t: t.source), skipped, failed
+
+
+def _shown(name: str) -> str:
+    """A path as text: undecodable bytes (kept by Python as lone surrogates) become \\xNN."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
+def _bad_name(source: str) -> FailedDocument | None:
+    """A file whose name is not valid UTF-8 cannot be named in a snapshot; it fails alone."""
+    try:
+        source.encode("utf-8")
+    except UnicodeEncodeError:
+        return FailedDocument(
+            source=_shown(source),
+            stage="read",
+            reason="bad_name",
+            message="the file name is not valid text (UTF-8); rename the file and import it again",
+        )
+    return None
 
 
 def _size(path: Path) -> int:
@@ -215,40 +252,35 @@ def embedding_text(record: DocumentRecord, block_index: int) -> str:
     return text if text.startswith(title) else f"{title}\n{text}"
 
 
+async def parse_in_workers(path: Path, limits: ParseLimits) -> ParsedDocument:
+    """parse_file in a worker process; a long PDF as page ranges in parallel workers, joined
+    here (in a thread) into the very document one pass gives (engine.parsing.pdf)."""
+    plan = await anyio.to_process.run_sync(plan_parallel_parse, path, limits, cancellable=True)
+    if plan is None:
+        return await anyio.to_process.run_sync(parse_file, path, limits, cancellable=True)
+    parts: list[PdfPart] = []
+    failures: list[Exception] = []  # the first failing range decides, as one pass would
+
+    async def extract(start: int, end: int) -> None:
+        try:
+            parts.append(
+                await anyio.to_process.run_sync(parse_pdf_pages, path, start, end, cancellable=True)
+            )
+        except Exception as exc:  # ParseError, BrokenWorkerProcess: raised below, ungrouped
+            failures.append(exc)
+            tg.cancel_scope.cancel()
+
+    async with anyio.create_task_group() as tg:
+        for start, end in plan.ranges:
+            tg.start_soon(extract, start, end)
+    if failures:
+        raise failures[0]
+    return await anyio.to_thread.run_sync(assemble_pdf, path, limits, plan, parts)
+
+
 def record_from_snapshot(snap: Snapshot, doc: int) -> DocumentRecord:
     """Rebuild a carried-over document from its parent snapshot (no file is read)."""
-    from index.records import BlockRecord
-
-    info = snap.documents[doc]
-    blocks = []
-    for i in range(info.block_count):
-        b = snap.block(info.block_start + i)
-        blocks.append(
-            BlockRecord(
-                block_index=b.block_index,
-                block_id=b.block_id,
-                section=b.section,
-                text=b.text,
-                tokens=b.tokens,
-                page_start=b.page_start,
-                page_end=b.page_end,
-            )
-        )
-    return DocumentRecord(
-        doc_id=info.doc_id,
-        content_hash=info.content_hash,
-        source=info.source,
-        source_label=info.source_label,
-        title=info.title,
-        aliases=tuple(info.aliases),
-        lang=info.lang,
-        format=info.format,
-        pages=info.pages,
-        parser_version=info.parser_version,
-        chunker_version=info.chunker_version,
-        sections=tuple(info.sections),
-        blocks=tuple(blocks),
-    )
+    return snap.document_record(doc)
 
 
 class Ingest:
@@ -291,7 +323,8 @@ class Ingest:
 
     async def run(self, paths: Sequence[Path], *, removals: Sequence[str] = ()) -> ImportResult:
         """Import `paths` (plus any unfinished job of this collection) and activate the result."""
-        job = self._merge_job(paths)
+        job = self._merge_job(paths, removals)
+        removals = job.removals  # with those of an interrupted job
         targets, skipped, failed_early = await anyio.to_thread.run_sync(
             discover, [Path(t.path) for t in job.targets]
         )
@@ -318,11 +351,14 @@ class Ingest:
         self._emit(force=True)
         return result
 
-    def _merge_job(self, paths: Sequence[Path]) -> Job:
+    def _merge_job(self, paths: Sequence[Path], removals: Sequence[str] = ()) -> Job:
         previous = self.journal.load()
         targets: dict[str, JobTarget] = {}
+        removed: dict[str, None] = {}
         if previous is not None and previous.collection == self.collection:
             targets.update({t.path: t for t in previous.targets})
+            removed.update(dict.fromkeys(previous.removals))
+        removed.update(dict.fromkeys(removals))
         for p in paths:
             absolute = str(Path(p).expanduser().absolute())
             targets[absolute] = JobTarget(path=absolute)
@@ -331,6 +367,7 @@ class Ingest:
             collection=self.collection,
             created_at=previous.created_at if previous else utc_now(),
             targets=tuple(targets.values()),
+            removals=tuple(removed),
         )
         if previous != job:
             done = self.journal.done() if previous else []
@@ -424,9 +461,7 @@ class Ingest:
         preload()  # chunking runs in this process: the tokenizer loads while the file parses
         try:
             with anyio.fail_after(PARSE_TIMEOUT_S):
-                parsed = await anyio.to_process.run_sync(
-                    parse_file, target.path, self.limits, cancellable=True
-                )
+                parsed = await parse_in_workers(target.path, self.limits)
         except ParseError as exc:
             self._fail(batch, target, "parse", exc.reason, exc.message)
             return None
@@ -582,6 +617,9 @@ class Ingest:
         for source, item in batch.ok.items():
             documents[source] = (item.record, item.vectors)
         ordered = _unique_doc_ids([documents[s] for s in sorted(documents)])
+        # A person's edits of titles and aliases outlive the records they were made on.
+        edited = Overrides(self.data, self.collection).apply([r for r, _ in ordered])
+        ordered = [(r, v) for r, (_, v) in zip(edited, ordered, strict=True)]
         if ordered:
             status: SnapshotStatus = "ready_partial" if failures else "ready"
         else:

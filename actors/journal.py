@@ -12,9 +12,9 @@ from pathlib import Path
 
 import msgspec
 
-from index.fsutil import atomic_write
-
-JOURNAL_FORMAT = 1
+from engine.crashpoints import crash_point
+from engine.formats import JOURNAL_FORMAT
+from index.fsutil import atomic_write, replace_with_retry
 
 
 class JobTarget(msgspec.Struct, frozen=True):
@@ -28,6 +28,8 @@ class Job(msgspec.Struct, frozen=True, kw_only=True):
     collection: str
     created_at: str
     targets: tuple[JobTarget, ...]
+    # Sources `citewise remove` takes out: a killed removal resumes like a killed import.
+    removals: tuple[str, ...] = ()
 
 
 class DoneEntry(msgspec.Struct, frozen=True, kw_only=True):
@@ -60,16 +62,18 @@ class Journal:
     def start(self, job: Job) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.done_file.unlink(missing_ok=True)
-        atomic_write(self.job_file, msgspec.json.encode(job))
+        atomic_write(self.job_file, msgspec.json.encode(job), point="journal.job")
 
     def record(self, entry: DoneEntry) -> None:
         line = msgspec.json.encode(entry) + b"\n"
         fd = os.open(self.done_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
             os.write(fd, line)
+            crash_point("journal.done:before-fsync")
             os.fsync(fd)
         finally:
             os.close(fd)
+        crash_point("journal.done:after-fsync")
 
     def done(self) -> list[DoneEntry]:
         try:
@@ -90,7 +94,7 @@ class Journal:
         self.directory.mkdir(parents=True, exist_ok=True)
         tmp = self.progress_file.with_suffix(".tmp")
         tmp.write_bytes(data)
-        os.replace(tmp, self.progress_file)
+        replace_with_retry(tmp, self.progress_file)
 
     def read_progress(self) -> bytes | None:
         try:
@@ -101,3 +105,8 @@ class Journal:
     def finish(self) -> None:
         for f in (self.job_file, self.done_file, self.progress_file):
             f.unlink(missing_ok=True)
+        # Temporary files of writes killed before their rename (journals are written only
+        # under the writer lock, which the finishing import holds, so none is in use).
+        if self.directory.is_dir():
+            for tmp in self.directory.glob("*.tmp"):  # pathlib's * matches dot-files too
+                tmp.unlink(missing_ok=True)

@@ -274,13 +274,18 @@ class TraceWriter:
         if self._store_failed_at and now - self._store_failed_at < STORE_RETRY_S:
             return None
         try:
-            self._store = self._open_store()
+            store = self._open_store()
         except (TraceStoreError, OSError) as exc:
             self._store_failed_at = now
             self._available = False
             self._last_error = str(exc)
             return None
-        return self._store
+        try:
+            store.claim_writer()  # traces of a killed process are marked partial
+        except (TraceStoreError, OSError) as exc:
+            self._last_error = str(exc)
+        self._store = store
+        return store
 
     def _close_store(self) -> None:
         if self._exporter is not None:

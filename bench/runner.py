@@ -76,6 +76,12 @@ BENCHMARKS: dict[str, str] = {
     "trace_throughput": "bench.bench_trace:spans_per_second",
     "trace_overhead": "bench.bench_trace:tracing_overhead",
     "trace_answer_latency": "bench.bench_trace:answer_latency",
+    "ui_responsiveness": "bench.bench_ui:ui_responsiveness",
+    "crash_iterations": "bench.bench_crash:crash_iterations",
+    "crash_point_overhead": "bench.bench_crash:point_overhead",
+    "load": "bench.bench_load:concurrent_questions",
+    "provider_faults": "bench.bench_faults:faults",
+    "injection": "bench.bench_injection:injection",
 }
 
 

@@ -17,6 +17,7 @@ from typing import Literal
 
 import msgspec
 
+from engine.crashpoints import crash_point
 from engine.paths import DataDir
 from engine.prompt_bundle import (
     BASELINE,
@@ -28,7 +29,7 @@ from engine.prompt_bundle import (
     bundle_hash,
     load_bundle,
 )
-from index.fsutil import atomic_write, fsync_dir
+from index.fsutil import atomic_write, fsync_dir, killed_writes, process_alive
 
 PROMPTS_DIR = "prompts"  # under the data directory
 HISTORY_FILE = "baseline.json"  # the promotion history, beside the experiments
@@ -302,7 +303,8 @@ class BundleRegistry:
         versions = [i.version for i in known if i.id == new_id and i.source == "local"]
         version = next_version(max(versions, key=version_key)) if versions else "1"
         self.root.mkdir(parents=True, exist_ok=True)
-        staging = self.root / f".new-{uuid.uuid4().hex}"
+        self._sweep_killed_writes()
+        staging = self.root / f".new-{os.getpid()}-{uuid.uuid4().hex}"
         staging.mkdir()
         try:
             for file in manifest.templates.values():
@@ -321,8 +323,10 @@ class BundleRegistry:
             _write_manifest(staging, fresh)
             bundle_dir = self.root / f"{new_id}@{version}"
             load_bundle(staging, "local")  # the copy must be usable before it gets its name
+            crash_point("bundles.new:before-rename")
             os.rename(staging, bundle_dir)
             fsync_dir(self.root)
+            crash_point("bundles.new:after-rename")
         finally:
             if staging.exists():
                 shutil.rmtree(staging, ignore_errors=True)
@@ -360,6 +364,7 @@ class BundleRegistry:
             return bundle
         if source == "release":
             raise BundleError(f"{bundle.id}@{bundle.version} is a shipped bundle and read-only")
+        self._sweep_killed_writes()
         _write_manifest(path, msgspec.structs.replace(bundle.manifest, hash=bundle.hash))
         frozen = load_bundle(path, "local")
         if frozen.hash != bundle.hash:
@@ -389,7 +394,25 @@ class BundleRegistry:
 
     def _save(self, history: BaselineHistory) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
-        atomic_write(self.history_file, msgspec.json.format(msgspec.json.encode(history)))
+        self._sweep_killed_writes()
+        atomic_write(
+            self.history_file,
+            msgspec.json.format(msgspec.json.encode(history)),
+            point="bundles.baseline",
+        )
+
+    def _sweep_killed_writes(self) -> None:
+        """Remove what a process killed mid-write left here: its staging folder (see `new`)
+        or its temporary files. Both carry its process id; a live process's are kept."""
+        for entry in self.root.glob(".new-*"):
+            pid = entry.name.split("-")[1]
+            if pid.isdigit() and not process_alive(int(pid)):
+                shutil.rmtree(entry, ignore_errors=True)
+        folders = [self.root, *(p for p in self.root.iterdir() if p.is_dir())]
+        for folder in folders:
+            if not folder.name.startswith(".new-"):
+                for tmp in killed_writes(folder):
+                    tmp.unlink(missing_ok=True)
 
     def shipped(self) -> PromptBundle:
         return load_bundle(self.release_dir / SHIPPED_BASELINE, "release")
@@ -544,7 +567,11 @@ def _read_manifest(path: Path) -> BundleManifest:
 
 
 def _write_manifest(path: Path, manifest: BundleManifest) -> None:
-    atomic_write(path / MANIFEST, msgspec.json.format(msgspec.json.encode(manifest)) + b"\n")
+    atomic_write(
+        path / MANIFEST,
+        msgspec.json.format(msgspec.json.encode(manifest)) + b"\n",
+        point="bundles.manifest",
+    )
 
 
 def _inside(path: Path, file: str) -> Path:

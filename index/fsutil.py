@@ -12,6 +12,8 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from index.crashpoints import crash_point
+
 Mapped = mmap.mmap | bytes  # a read-only file view; bytes only for empty files
 
 _REPLACE_ATTEMPTS = 6
@@ -29,22 +31,33 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def write_new_file(path: Path, chunks: bytes | Iterable[bytes]) -> int:
-    """Create `path` (it must not exist), write `chunks`, fsync; return the size in bytes."""
+def write_new_file(
+    path: Path, chunks: bytes | Iterable[bytes], *, point: str = "snapshot.file"
+) -> int:
+    """Create `path` (it must not exist), write `chunks`, fsync; return the size in bytes.
+
+    `point` names the crash points before and after the fsync (its callers write snapshots).
+    """
     size = 0
     with open(path, "xb") as f:
         for chunk in [chunks] if isinstance(chunks, bytes) else chunks:
             f.write(chunk)
             size += len(chunk)
         f.flush()
+        crash_point(f"{point}:before-fsync")
         os.fsync(f.fileno())
+    crash_point(f"{point}:after-fsync")
     return size
 
 
-def fsync_file(path: Path) -> None:
-    """fsync a file that something else (e.g. usearch) wrote."""
+def fsync_file(path: Path, *, point: str | None = None) -> None:
+    """fsync a file that something else (e.g. usearch) wrote; `point` names crash points."""
+    if point:
+        crash_point(f"{point}:before-fsync")
     with open(path, "rb+") as f:
         os.fsync(f.fileno())
+    if point:
+        crash_point(f"{point}:after-fsync")
 
 
 def replace_with_retry(source: Path, target: Path) -> None:
@@ -59,10 +72,11 @@ def replace_with_retry(source: Path, target: Path) -> None:
             time.sleep(_REPLACE_BACKOFF_S * (attempt + 1))
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes, *, point: str | None = None) -> None:
     """Replace `path` with `data` so a reader sees the old or the new content, never a mix.
 
     Writes a temporary file beside it, fsyncs it, renames it over `path`, fsyncs the directory.
+    `point` labels the crash points between those steps (index.crashpoints.ATOMIC_STEPS).
     """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     replaced = False
@@ -70,13 +84,45 @@ def atomic_write(path: Path, data: bytes) -> None:
         with open(tmp, "wb") as f:
             f.write(data)
             f.flush()
+            if point:
+                crash_point(f"{point}:before-fsync")
             os.fsync(f.fileno())
+        if point:
+            crash_point(f"{point}:before-replace")
         replace_with_retry(tmp, path)
         replaced = True
     finally:
         if not replaced:
             tmp.unlink(missing_ok=True)
+    if point:
+        crash_point(f"{point}:after-replace")
     fsync_dir(path.parent)
+    if point:
+        crash_point(f"{point}:after-dir-fsync")
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process with this id exists (on Windows: always assumed)."""
+    if os.name == "nt":
+        return True  # signal 0 is not a probe there
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True
+
+
+def killed_writes(directory: Path) -> list[Path]:
+    """Temporary files atomic_write left in `directory` when its process died before the
+    rename (their names carry the dead process's id)."""
+    out = []
+    for tmp in directory.glob(".*.tmp"):
+        pid = tmp.name.rsplit(".", 2)[-2]
+        if pid.isdigit() and not process_alive(int(pid)):
+            out.append(tmp)
+    return out
 
 
 def map_file(path: Path) -> Mapped:

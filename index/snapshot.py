@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -21,9 +21,11 @@ import numpy.typing as npt
 from index import blockstore, bm25
 from index.blockstore import BlockStore, DocumentInfo
 from index.bm25 import Bm25Index, Bm25Stats
+from index.crashpoints import crash_point
 from index.fsutil import Mapped, atomic_write, close_map, fsync_dir, map_file, write_new_file
 from index.records import (
     SNAPSHOT_FORMAT,
+    BlockRecord,
     DocumentRecord,
     ManifestDocument,
     SnapshotManifest,
@@ -173,6 +175,7 @@ def build_snapshot(
     _check_arguments(manifest, documents, vectors, k1, b, exact_search_max_blocks)
     directory.mkdir(parents=True, exist_ok=False)
     fsync_dir(directory.parent)
+    crash_point("snapshot.dir:after-fsync")
     built = False
     try:
         final = _build(
@@ -228,15 +231,21 @@ def _build(
 ) -> SnapshotManifest:
     ordered = [blockstore.ordered_blocks(doc) for doc in documents]
     blocks = [blocks for blocks, _ in ordered]
-    sizes = blockstore.write_block_store(directory, documents, blocks)
-    titled = (
-        (doc.sections[block.section].title, block.text)
-        for doc, doc_blocks in zip(documents, blocks, strict=True)
-        for block in doc_blocks
-    )
-    bm25_sizes, bm25_stats = bm25.write_bm25(
-        directory, (document_tokens(f"{t}\n{x}") for t, x in titled), k1=k1, b=b
-    )
+    # Documents the parent holds byte for byte keep its folded text and BM25 postings.
+    source = _carry_source(parent)
+    try:
+        store = None if source is None else source._store()
+        sizes, carried = blockstore.write_block_store(directory, documents, blocks, store)
+        bm25_sizes, bm25_stats = bm25.write_bm25(
+            directory,
+            _bm25_items(documents, blocks, carried, store),
+            k1=k1,
+            b=b,
+            parent=None if source is None else source._bm25,
+        )
+    finally:
+        if source is not None:
+            source.close()
     sizes.update(bm25_sizes)
     n_blocks = sum(len(d) for d in blocks)
     kind: VectorKind = "none"
@@ -272,6 +281,7 @@ def _build(
     )
     sizes[HEADER] = write_new_file(directory / HEADER, msgspec.msgpack.encode(header))
     fsync_dir(directory)
+    crash_point("snapshot.files:after-dir-fsync")
 
     final = msgspec.structs.replace(
         manifest,
@@ -290,9 +300,45 @@ def _build(
     )
     hashes = {name: file_sha256(directory / name) for name in sizes}
     final = msgspec.structs.replace(final, content_hash=content_hash(final, hashes))
-    atomic_write(directory / MANIFEST, msgspec.json.encode(final, order="deterministic"))
+    atomic_write(
+        directory / MANIFEST,
+        msgspec.json.encode(final, order="deterministic"),
+        point="snapshot.manifest",
+    )
     fsync_dir(directory.parent)
+    crash_point("snapshot.committed")
     return final
+
+
+def _carry_source(parent: Path | None) -> Snapshot | None:
+    """The parent snapshot, opened, when its folded text and BM25 postings are what this
+    build would compute (same tokenizer); None otherwise (everything is computed afresh)."""
+    if parent is None:
+        return None
+    try:
+        source = Snapshot.open(parent)
+    except SnapshotError:
+        return None
+    if source.header.tokenizer_version != TOKENIZER_VERSION:
+        source.close()
+        return None
+    return source
+
+
+def _bm25_items(
+    documents: Sequence[DocumentRecord],
+    blocks: Sequence[Sequence[BlockRecord]],
+    carried: Sequence[int | None],
+    parent: BlockStore | None,
+) -> Iterator[list[str] | int]:
+    """Per block in ordinal order: its BM25 tokens (section title, then text), or its ordinal
+    in `parent` when its document was carried over unchanged."""
+    for doc, doc_blocks, same in zip(documents, blocks, carried, strict=True):
+        if same is not None and parent is not None:
+            yield from parent.documents[same].block_range
+        else:
+            for block in doc_blocks:
+                yield document_tokens(f"{doc.sections[block.section].title}\n{block.text}")
 
 
 def _graph_parent(parent: Path | None, manifest: SnapshotManifest) -> Path | None:
@@ -456,6 +502,26 @@ class Snapshot:
             page_start or None,
             page_end or None,
             tokens,
+        )
+
+    def document_record(self, doc: int) -> DocumentRecord:
+        """Document `doc` with all its blocks, as it was given to the build."""
+        store = self._store()
+        info = store.documents[doc]
+        return DocumentRecord(
+            doc_id=info.doc_id,
+            content_hash=info.content_hash,
+            source=info.source,
+            source_label=info.source_label,
+            title=info.title,
+            aliases=tuple(info.aliases),
+            lang=info.lang,
+            format=info.format,
+            pages=info.pages,
+            parser_version=info.parser_version,
+            chunker_version=info.chunker_version,
+            sections=tuple(info.sections),
+            blocks=store.block_records(doc),
         )
 
     def block_sections(self, start: int = 0, end: int | None = None) -> npt.NDArray[np.int64]:

@@ -79,7 +79,7 @@ def write_vectors(
         graph.add(keys, halves, threads=1)
     graph.save(str(directory / GRAPH))
     _unload(graph)
-    fsync_file(directory / GRAPH)
+    fsync_file(directory / GRAPH, point="snapshot.graph")
     sizes[GRAPH] = (directory / GRAPH).stat().st_size
     return sizes, "hnsw", reused
 

@@ -10,6 +10,7 @@ import datetime as dt
 import os
 import secrets
 import sqlite3
+import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -19,6 +20,7 @@ from typing import Any
 
 import msgspec
 
+from engine.crashpoints import crash_point
 from engine.trace.model import (
     ArtifactPut,
     DropsAdd,
@@ -31,10 +33,15 @@ from engine.trace.model import (
     WriteOp,
     sha256_hex,
 )
+from index.fsutil import replace_with_retry
+
+if sys.platform != "win32":
+    import fcntl
 
 SCHEMA_VERSION = 1
 DB_NAME = "traces.sqlite"
 ARTIFACTS_DIR = "artifacts"
+WRITERS_LOCK = "writers.lock"  # every live writer holds a shared flock on it
 # A file younger than this is never swept as an orphan: its row may not be committed yet.
 ORPHAN_GRACE_S = 3600.0
 
@@ -153,6 +160,7 @@ class TraceStore:
         self.db_path = root / DB_NAME
         self.artifacts = root / ARTIFACTS_DIR
         self._lock = threading.Lock()
+        self._writer_fd: int | None = None
         self.damaged_moved_to: Path | None = None
         try:
             self.artifacts.mkdir(parents=True, exist_ok=True)
@@ -205,12 +213,45 @@ class TraceStore:
         for suffix in ("", "-wal", "-shm"):
             src = Path(str(self.db_path) + suffix)
             if src.exists():
-                os.replace(src, Path(str(target) + suffix))
+                replace_with_retry(src, Path(str(target) + suffix))
         return target
 
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+            if self._writer_fd is not None:
+                os.close(self._writer_fd)  # releases the writers' lock
+                self._writer_fd = None
+
+    def claim_writer(self) -> int:
+        """Register this store as a live writer (until close) and, when no other writer is
+        alive, mark every trace still "running" as partial: the process writing it was killed
+        before its final event. Returns how many traces were marked (0 on Windows)."""
+        if sys.platform == "win32" or self._writer_fd is not None:
+            return 0
+        fd = os.open(self.root / WRITERS_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+        marked = 0
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                pass  # another writer is alive: its running traces may be real
+            else:
+                try:
+                    with self._transaction() as conn:
+                        marked = conn.execute(
+                            "UPDATE traces SET status = 'error', dropped = dropped + 1 "
+                            "WHERE status = 'running'"
+                        ).rowcount
+                except sqlite3.Error as exc:
+                    raise TraceStoreError(f"could not mark interrupted traces: {exc}") from None
+                crash_point("trace.orphans:after-mark")
+            fcntl.flock(fd, fcntl.LOCK_SH)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._writer_fd = fd
+        return marked
 
     def __enter__(self) -> TraceStore:
         return self
@@ -246,6 +287,8 @@ class TraceStore:
             with self._transaction() as conn:
                 for op in ops:
                     self._apply_one(conn, op, now)
+                crash_point("trace.commit:before")
+            crash_point("trace.commit:after")
         except (sqlite3.Error, OSError) as exc:
             raise TraceStoreError(f"could not write traces to {self.root}: {exc}") from None
 
@@ -311,7 +354,9 @@ class TraceStore:
         path.parent.mkdir(exist_ok=True)
         tmp = path.with_name(f".{sha256}.{secrets.token_hex(3)}.tmp")
         tmp.write_bytes(data)
-        os.replace(tmp, path)
+        crash_point("trace.artifact:before-replace")
+        replace_with_retry(tmp, path)
+        crash_point("trace.artifact:after-replace")
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -498,6 +543,7 @@ class TraceStore:
                 conn.execute(
                     f"DELETE FROM artifacts WHERE sha256 IN ({','.join('?' * len(chunk))})", chunk
                 )
+        crash_point("trace.prune:after-rows-commit")
         for sha in shas:
             self.artifact_path(sha).unlink(missing_ok=True)
         return len(shas)

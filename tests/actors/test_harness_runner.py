@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -25,11 +26,12 @@ from engine.harness import (
     RequestStarted,
 )
 from tests.corpus import make_app
-from tests.servers.chat_server import ChatServer, Delay, Reply, Text
+from tests.servers.chat_server import ChatServer, Delay, Reply, ReplyFunction, Text
 
 pytestmark = pytest.mark.anyio
 
 EVENTS = "# Node events\n\n## Emitters\n\nAn EventEmitter calls listeners in order.\n"
+HOLD_LIMIT_S = 60.0  # a held model call gives up after this (only if the test is broken)
 LOOP = "# 事件循环\n\n事件循环按阶段运行。定时器阶段最先执行。\n"
 
 
@@ -126,20 +128,32 @@ async def test_leaving_the_block_early_stops_a_request_blocked_on_a_full_channel
     assert running.finished.termination_reason == "cancelled"
 
 
-def _documents_seen(body: dict[str, Any]) -> Reply:
-    """A model that lists documents, then answers with how many it saw."""
-    last = body["messages"][-1]["content"]
-    if last.startswith("<question>"):
-        question = last.split("\n")[1]
-        return Delay(0.6 if question == "first" else 0.0, call("list_documents", {}))
-    total = json.loads(last.splitlines()[-2])["payload"]["total"]
-    return finish(f"{total} documents")
+def _documents_seen(hold_first: threading.Event) -> ReplyFunction:
+    """A model that lists documents, then answers with how many it saw. The first model call
+    of the question "first" is held (in the server's handler thread) until `hold_first` is set,
+    so the test decides what happens while that request is in flight, whatever the load."""
+
+    def reply(body: dict[str, Any]) -> Reply:
+        last = body["messages"][-1]["content"]
+        if last.startswith("<question>"):
+            if last.split("\n")[1] == "first":
+                hold_first.wait(HOLD_LIMIT_S)
+            return call("list_documents", {})
+        total = json.loads(last.splitlines()[-2])["payload"]["total"]
+        return finish(f"{total} documents")
+
+    return reply
 
 
 async def test_two_concurrent_requests_each_read_the_snapshot_they_pinned(
-    app: App, chat: ChatClient, chat_server: ChatServer, tmp_path: Path
+    app: App, chat_server: ChatServer, tmp_path: Path
 ) -> None:
-    chat_server.script(*[_documents_seen] * 4)
+    # The first request pins the active snapshot and is held at its first model call while a
+    # new snapshot is imported and activated and a second request runs to its end; only then
+    # does the first list the documents. No sleep decides the order, so load cannot flip it.
+    # Its own client: the held call must not hit the 5 s timeout of the `chat` fixture.
+    held = threading.Event()
+    chat_server.script(*[_documents_seen(held)] * 4)
     first_pinned = anyio.Event()
     results: dict[str, AskResult] = {}
 
@@ -147,19 +161,29 @@ async def test_two_concurrent_requests_each_read_the_snapshot_they_pinned(
         if isinstance(event, RequestStarted):
             first_pinned.set()
 
+    chat = ChatClient(
+        base_url=chat_server.url, model="deepseek-chat", api_key="k", timeout_s=HOLD_LIMIT_S
+    )
+
     async def first() -> None:
         results["first"] = await _ask(app, chat, "first", on_event=on_event)
 
     old = app.catalog().active_id()
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(first)
-        await first_pinned.wait()
-        more = tmp_path / "more"
-        more.mkdir()
-        (more / "loop.md").write_text(LOOP, encoding="utf-8")
-        imported = await app.import_paths([more])  # a new snapshot becomes active meanwhile
-        assert imported.status == "ready"
-        results["second"] = await _ask(app, chat, "second")
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(first)
+            await first_pinned.wait()
+            more = tmp_path / "more"
+            more.mkdir()
+            (more / "loop.md").write_text(LOOP, encoding="utf-8")
+            imported = await app.import_paths([more])  # a new snapshot becomes active meanwhile
+            assert imported.status == "ready"
+            results["second"] = await _ask(app, chat, "second")
+            assert "first" not in results  # still held: it has not listed anything yet
+            held.set()
+    finally:
+        held.set()  # never leave the server's handler thread waiting
+        await chat.aclose()
     new = app.catalog().active_id()
     assert old != new
     assert results["first"].finished.snapshot_id == old
