@@ -70,6 +70,12 @@ class SourceReader:
         """The cited block among its section's neighbours, read from the snapshot the answer
         used (or the active one); says plainly when that snapshot is gone."""
         name = self.app.resolve_collection(collection)
+        # One hop off the event loop for the whole lookup: opening the snapshot, reading the
+        # context and checking the original file each cost a GIL hand-off when imports keep
+        # worker threads busy, which a citation click would feel.
+        return await anyio.to_thread.run_sync(self._view, name, doc_id, block_id, snapshot_id)
+
+    def _view(self, name: str, doc_id: str, block_id: str, snapshot_id: str | None) -> SourceView:
         catalog = self.app.catalog(name)
         if snapshot_id is not None and catalog.manifest(snapshot_id) is None:
             return SourceView(
@@ -81,9 +87,9 @@ class SourceReader:
         if sid is None:
             return SourceView(found=False, message="this collection has no documents yet")
         with catalog.pinned(sid) as snap:
-            view, content_hash = await anyio.to_thread.run_sync(_context, snap, doc_id, block_id)
+            view, content_hash = _context(snap, doc_id, block_id)
         if view.found and view.format == "pdf" and view.page is not None:
-            view = await anyio.to_thread.run_sync(self._with_pdf, name, view, content_hash)
+            view = self._with_pdf(name, view, content_hash)
         return view
 
     def _with_pdf(self, collection: str, view: SourceView, content_hash: str) -> SourceView:
