@@ -59,6 +59,22 @@ def backups(root: Path) -> list[BackupInfo]:
     return list_backups(root)
 
 
+def create(root: Path, reason: str = "made by hand") -> BackupInfo:
+    """Back up the data as it is now (config and data, never keys), e.g. before an experiment;
+    snapshot files are hard-linked, everything else copied."""
+    with writer_lock(DataDir(root)):
+        recover(root)
+        finish_restore(root)
+        stamp = f"{dt.datetime.now(dt.UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+        return make_backup(
+            root,
+            backup_id=f"{stamp}-v{app_version()}",
+            reason=reason,
+            formats=inspect(root, current_versions()).recorded,
+            app_version=app_version(),
+        )
+
+
 def restore(
     root: Path, backup_id: str, *, current: Mapping[str, int] | None = None
 ) -> RestoreReport:

@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from actors.backup import backups, restore
+from actors.backup import backups, create, restore
 from actors.upgrade import explain, open_data, run_upgrade
 from engine.config import ConfigError, load_config
 from engine.harness.machine import app_version
@@ -55,8 +55,10 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--yes", action="store_true", help="upgrade without asking")
     p.set_defaults(func=None, sync_func=cmd_upgrade)
 
-    p = sub.add_parser("backup", parents=[common], help="list backups, or restore one")
-    p.add_argument("action", nargs="?", choices=["list", "restore"], default="list")
+    p = sub.add_parser(
+        "backup", parents=[common], help="list backups, make one now, or restore one"
+    )
+    p.add_argument("action", nargs="?", choices=["list", "create", "restore"], default="list")
     p.add_argument("id", nargs="?")
     p.add_argument("--yes", action="store_true", help="restore without asking")
     p.set_defaults(func=None, sync_func=cmd_backup)
@@ -124,6 +126,16 @@ def cmd_backup(args: argparse.Namespace) -> int:
                 print(
                     f"{b.backup_id}  {b.created_at}  {b.reason}  (data of {made_by}; "
                     f"{b.files} files, {(b.bytes_copied + b.bytes_shared) / (1 << 20):.1f} MB)"
+                )
+            return EXIT_OK
+        if args.action == "create":
+            info = create(root)
+            if args.json:
+                _emit(info)
+            else:
+                print(
+                    f"backed up {root} as {info.backup_id} ({info.files} files; keys are "
+                    f"never in backups); `citewise backup restore {info.backup_id}` goes back"
                 )
             return EXIT_OK
         if not args.id:

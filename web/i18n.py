@@ -556,6 +556,11 @@ TEXTS: dict[str, tuple[str, str]] = {
         "备份 {id} 已恢复;请重新启动 Citewise 以使用它。",
     ),
     "mnt.cancel": ("Cancel", "取消"),
+    "mnt.backup_now": ("Back up now", "立即备份"),
+    "mnt.backed_up": (
+        "Backed up as {id} (your keys are never in backups).",
+        "已备份为 {id}(备份中从不包含密钥)。",
+    ),
 }
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from nicegui import run, ui
 
-from actors.backup import backups, restore
+from actors.backup import backups, create, restore
 from actors.ui_service import UiService
 from engine.harness.machine import app_version
 from engine.updates import VersionReport, check, install_folder
@@ -57,7 +57,29 @@ def build(service: UiService, t: Texts) -> None:
 
 def _backups(service: UiService, t: Texts) -> None:
     root = service.app.data.root
-    ui.label(t("mnt.backups")).classes("font-semibold mt-2")
+    with ui.row().classes("items-center gap-2 mt-2"):
+        ui.label(t("mnt.backups")).classes("font-semibold")
+
+        async def backup_now() -> None:
+            try:
+                info = await run.io_bound(create, root)
+            except (UpgradeError, WriterBusy, OSError) as exc:
+                ui.notify(t("error.prefix", detail=str(exc)), type="negative", multi_line=True)
+                return
+            if info is None:  # the app is shutting down
+                return
+            ui.notify(t("mnt.backed_up", id=info.backup_id), type="positive", multi_line=True)
+            _backup_list.refresh()
+
+        ui.button(t("mnt.backup_now"), icon="backup", on_click=backup_now).props("flat dense").mark(
+            "backup-now"
+        )
+    _backup_list(service, t)
+
+
+@ui.refreshable
+def _backup_list(service: UiService, t: Texts) -> None:
+    root = service.app.data.root
     found = backups(root)
     if not found:
         ui.label(t("mnt.no_backups")).classes("text-sm").mark("no-backups")

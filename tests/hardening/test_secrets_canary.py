@@ -329,9 +329,12 @@ def test_no_key_is_written_or_printed_anywhere_after_a_full_session(
     resumed = s.cli("import")
     assert resumed.returncode in (0, 3), resumed.stderr
 
-    # Upgrade and backups (nothing to upgrade on current data; whatever exists is scanned).
+    # Upgrade (nothing to upgrade on current data) and a backup of everything, then listed.
     s.cli("upgrade", "--yes")
-    s.cli("backup", "list", "--json")
+    made = s.cli("backup", "create", "--json")
+    assert made.returncode == 0, made.stderr
+    listed = s.cli("backup", "list", "--json")
+    assert json.loads(made.stdout)["backup_id"].encode() in listed.stdout
 
     _serve_briefly(s)
 

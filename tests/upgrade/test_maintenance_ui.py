@@ -70,3 +70,21 @@ async def test_data_of_a_newer_citewise_gets_a_refusal_page_and_stays_untouched(
     assert "9.0.0" in all_text(ui_user)
     assert sorted(p.name for p in root.iterdir()) == before
     assert (root / "formats.json").read_text() == json.dumps(stamp)
+
+
+async def test_back_up_now_from_settings_lists_the_new_backup(
+    ui_user: User,  # noqa: F811
+    tmp_path: Path,
+    no_keys: None,  # noqa: F811
+) -> None:
+    service = service_for(tmp_path / "home", ui={"language": "en"})
+    root = service.app.data.root
+    (root / "state.json").write_text('{"current_collection": "default"}')
+    register(service)
+    await ui_user.open("/settings")
+    await ui_user.should_see(marker="no-backups")
+    ui_user.find(marker="backup-now").click()
+    await eventually(lambda: len(list_backups(root)) == 1)
+    made = list_backups(root)[0]
+    assert (root / "backups" / made.backup_id / "state.json").is_file()
+    await ui_user.should_see(marker=f"restore-{made.backup_id}")
