@@ -50,6 +50,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
         return EXIT_USAGE
     started = time.monotonic()
+    say = _say
+    window = None
+    if not args.browser:  # the toolkit starts now, while the server loads
+        from web.window import NativeWindow
+
+        window = NativeWindow(say, started)
     from engine import redaction
 
     redaction.install()  # no key in any log line or traceback, uvicorn's included
@@ -61,7 +67,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         if getattr(args, "collection", None):
             App.from_environment().use_collection(args.collection)
-        serve(port=args.port, browser=args.browser, host=args.host, started=started)
+        serve(
+            port=args.port,
+            browser=args.browser,
+            host=args.host,
+            say=say,
+            started=started,
+            native=window,
+        )
     except LaunchRefused as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -70,7 +83,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         return EXIT_OK
+    finally:
+        if window is not None:  # never left behind, whatever ended the server
+            window.end()
     return EXIT_OK
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

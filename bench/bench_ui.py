@@ -323,14 +323,14 @@ def _xvfb() -> Iterator[str | None]:
 
 def _cold_start_native(home: Path, runs: int) -> tuple[list[float], str | None]:
     """Process start → the window's page connected (its websocket past the guard)."""
-    from web.launcher import NativeProbe
+    from web.window import missing_prerequisite
 
     with _xvfb() as display:
         if display is None:
             return [], "Xvfb is not installed"
         env = _env(home, DISPLAY=display, **QT_ENV)
         env.pop("WAYLAND_DISPLAY", None)
-        problem = NativeProbe(env).problem()
+        problem = missing_prerequisite(env)
         if problem is not None:
             return [], problem
         out = []

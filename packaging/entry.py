@@ -4,7 +4,8 @@ what only a frozen program has to do itself.
 - Worker processes. anyio.to_process starts parse workers as `sys.executable -u -m
   anyio.to_process`; a frozen executable is not a Python interpreter, so it plays one for
   exactly that command line and nothing else.
-- multiprocessing.freeze_support(), for NiceGUI's native window process (spawned).
+- The native window's process, started as `sys.executable -m web.window` (web/window.py).
+- multiprocessing.freeze_support(), for any library that spawns with multiprocessing.
 - The windowed launcher (Citewise.exe) has no console: with no arguments it opens the app, and
   its output goes to a log file instead of nowhere.
 
@@ -17,6 +18,7 @@ import multiprocessing
 import sys
 
 WORKER_COMMAND = ["-u", "-m", "anyio.to_process"]
+WINDOW_COMMAND = ["-m", "web.window"]  # the native window's own process (web/window.py)
 LAUNCHER = "Citewise"  # the windowed executable's name (Windows); the console one is citewise
 LOG_MAX_BYTES = 5_000_000
 
@@ -62,6 +64,10 @@ def _give_streams_a_home() -> None:
 def main() -> int:
     if sys.argv[1:] == WORKER_COMMAND:
         return _run_parse_worker()
+    if sys.argv[1:] == WINDOW_COMMAND:
+        from web.window import main as window_main
+
+        return window_main()
     multiprocessing.freeze_support()
     _give_streams_a_home()
     from actors.cli import main as citewise_main

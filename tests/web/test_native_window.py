@@ -258,10 +258,15 @@ def _page_through_loopback(serving: Serving) -> None:
 def _window_shows_the_app(serving: Serving, display: str, shot: Path) -> Window:
     """Wait for the window's page to connect, find the window, and check it is drawn."""
     serving.wait_for("The Citewise window is open", WINDOW_TIMEOUT_S)
-    windows = [w for w in _windows(display) if w.title.startswith("Citewise")]
-    assert len(windows) == 1, _windows(display)
-    window = windows[0]
     # The page's own title: the wizard (first run) was served to the window past the guard.
+    deadline = time.monotonic() + 30
+    while True:
+        windows = [w for w in _windows(display) if w.title.startswith("Citewise")]
+        assert len(windows) == 1, _windows(display)
+        window = windows[0]
+        if window.title == "Citewise — Setup" or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     assert window.title == "Citewise — Setup"
     box = (window.x, window.y, window.x + window.width, window.y + window.height)
     deadline = time.monotonic() + 30
