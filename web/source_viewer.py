@@ -6,6 +6,7 @@ Document text is untrusted: it is shown as plain text (labels), never as HTML.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import re
 
@@ -14,6 +15,8 @@ from nicegui import ui
 from actors.ui_service import Citation, SourceView, UiService
 from web.i18n import Texts
 from web.shell import show_error
+
+OUTBOX_HEADSTART_S = 0.03
 
 _FRAGMENT_CHARS = 48
 
@@ -104,6 +107,9 @@ async def _fill(service: UiService, t: Texts, view: SourceView) -> int | None:
         return cited_id
     cited = next((b for b in view.blocks if b.cited), None)
     fragments = highlight_fragments(cited.text) if cited else []
+    # MuPDF draws without releasing the GIL, which would hold the dialog above in the outbox
+    # until the page is drawn: give the outbox a moment to send it first.
+    await asyncio.sleep(OUTBOX_HEADSTART_S)
     try:
         png = await service.render_pdf_page(view.pdf_path, view.page, fragments)
     except Exception as exc:  # a page that cannot be drawn still leaves the text
