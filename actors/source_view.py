@@ -7,7 +7,6 @@ Read-only: it never writes a document, a snapshot or the original file.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -17,6 +16,7 @@ import anyio.to_thread
 import msgspec
 
 from actors.app import App, AppError
+from actors.ingest import file_sha256
 from actors.origins import Origins
 from index.snapshot import Snapshot
 
@@ -117,20 +117,12 @@ class SourceReader:
         st = path.stat()
         key = (str(path), st.st_size, st.st_mtime_ns)
         if key not in self._file_hashes:
-            self._file_hashes[key] = _sha256(path)
+            self._file_hashes[key] = file_sha256(path)
         return self._file_hashes[key]
 
     async def render_pdf_page(self, path: str, page: int, highlight: Sequence[str] = ()) -> bytes:
         """PNG of a 1-based page of the PDF, with the text of `highlight` marked."""
         return await anyio.to_thread.run_sync(_render_page, path, page, tuple(highlight))
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _context(snap: Snapshot, doc_id: str, block_id: str) -> tuple[SourceView, str]:

@@ -41,6 +41,7 @@ from tests.hardening.injection_docs import (
     write_hostile_documents,
 )
 from tests.servers.chat_server import ChatServer
+from tests.web.conftest import MemoryKeyring
 
 pytestmark = pytest.mark.anyio
 CHAT_KEY = "sk-canary-inject-chat-7c1d93e05ab2"
@@ -49,23 +50,6 @@ REAL_DOCS = ("nodejs-md/events.md", "python-faq/design.html")
 HOSTILE = tuple(
     f"hostile/notes-{lang}.{fmt}" for lang in ("en", "zh") for fmt in ("md", "html", "pdf")
 )
-
-
-class MemoryKeyring(keyring.backend.KeyringBackend):
-    priority = 1  # type: ignore[assignment]
-
-    def __init__(self) -> None:
-        super().__init__()  # type: ignore[no-untyped-call]
-        self.passwords: dict[tuple[str, str], str] = {}
-
-    def get_password(self, service: str, username: str) -> str | None:
-        return self.passwords.get((service, username))
-
-    def set_password(self, service: str, username: str, password: str) -> None:
-        self.passwords[(service, username)] = password
-
-    def delete_password(self, service: str, username: str) -> None:
-        self.passwords.pop((service, username), None)
 
 
 @pytest.fixture

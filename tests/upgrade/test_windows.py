@@ -18,6 +18,7 @@ from engine.secrets import MAX_SECRET_BYTES, SecretTooLong, set_key
 from index.fsutil import atomic_write, replace_with_retry
 from tests.upgrade.formats_v2 import make_v1_home, tree, upgrade_v2
 from tests.upgrade.test_upgrade import assert_new_data_complete
+from tests.web.conftest import MemoryKeyring
 
 
 @pytest.fixture(scope="module")
@@ -99,25 +100,13 @@ def test_long_paths_get_the_extended_prefix_on_windows_only() -> None:
     )
 
 
-class CredentialManager(keyring.backend.KeyringBackend):
+class CredentialManager(MemoryKeyring):
     """An in-memory store with Windows Credential Manager's limit: 2,560 bytes of UTF-16."""
-
-    priority = 1
-
-    def __init__(self) -> None:
-        super().__init__()  # type: ignore[no-untyped-call]
-        self.passwords: dict[tuple[str, str], str] = {}
-
-    def get_password(self, service: str, username: str) -> str | None:
-        return self.passwords.get((service, username))
 
     def set_password(self, service: str, username: str, password: str) -> None:
         if len(password.encode("utf-16-le")) > 2560:
             raise OSError(1783, "CredWrite", "The stub received bad data.")  # what Windows says
-        self.passwords[(service, username)] = password
-
-    def delete_password(self, service: str, username: str) -> None:
-        self.passwords.pop((service, username), None)
+        super().set_password(service, username, password)
 
 
 @pytest.fixture
