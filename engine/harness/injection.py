@@ -70,24 +70,27 @@ PATTERNS: dict[InjectionKind, tuple[re.Pattern[str], ...]] = {
         ),
     ),
     "tool_request": (
+        # Addressed to an agent ("call the tool X"), not a manual's "use the command" or "use
+        # PyRun_String": measured on the shared corpus, the broader forms flagged 7% of blocks.
+        re.compile(r"\b(?:call|invoke)\s+(?:the\s+|a\s+)?(?:tool|function)\b", _FLAGS),
         re.compile(
-            r"\b(?:call|invoke|use|run|execute)\s+(?:the\s+)?(?:tool|function|command)\b", _FLAGS
+            r"\b(?:call|invoke)\s+(?:the\s+)?[`'\"]?[a-z]+(?:_[a-z]+)+[`'\"]?\s+tool", _FLAGS
         ),
+        re.compile(r"调用.{0,12}?工具", _FLAGS),
         re.compile(
-            r"\b(?:call|invoke|use|run|execute)\s+(?:the\s+)?[`'\"]?[a-z]+(?:_[a-z]+)+[`'\"]?",
+            r"(?:请|必须|立即|立刻|马上|务必|你要|你应该?)\s*(?:使用|执行|运行).{0,12}?(?:工具|函数)",
             _FLAGS,
         ),
-        re.compile(r"(?:调用|使用|执行|运行).{0,12}?(?:工具|函数|命令)", _FLAGS),
     ),
     "budget_request": (
         re.compile(
             r"\b(?:raise|increase|set|change|disable|remove|bypass|lift|grant|unlock)\b.{0,50}?"
             r"(?:budgets?|max_tool_calls|max_context_tokens|max_request_tokens|token limits?|"
-            r"tool[\s-]call limits?|permissions?|whitelist|admin)",
+            r"tool[\s-]call limits?|whitelist|admin(?:istrator)?\s+(?:rights|access|privileges))",
             _FLAGS,
         ),
         re.compile(
-            r"(?:提高|增加|提升|取消|修改|解除|关闭|放开|授予|开启).{0,20}?(?:预算|上限|限制|权限|白名单|管理员)",
+            r"(?:提高|增加|提升|取消|解除|关闭|放开|授予|开启).{0,20}?(?:预算|上限|白名单|管理员)",
             _FLAGS,
         ),
     ),
