@@ -69,15 +69,20 @@ def _backups(service: UiService, t: Texts) -> None:
             if info is None:  # the app is shutting down
                 return
             ui.notify(t("mnt.backed_up", id=info.backup_id), type="positive", multi_line=True)
-            _backup_list.refresh()
+            listing.refresh()
 
         ui.button(t("mnt.backup_now"), icon="backup", on_click=backup_now).props("flat dense").mark(
             "backup-now"
         )
-    _backup_list(service, t)
+
+    # Made per page: a module-level refreshable would also refresh pages of gone clients.
+    @ui.refreshable
+    def listing() -> None:
+        _backup_list(service, t)
+
+    listing()
 
 
-@ui.refreshable
 def _backup_list(service: UiService, t: Texts) -> None:
     root = service.app.data.root
     found = backups(root)
