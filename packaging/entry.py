@@ -23,14 +23,19 @@ LAUNCHER = "Citewise"  # the windowed executable's name (Windows); the console o
 LOG_MAX_BYTES = 5_000_000
 
 
-def _run_parse_worker() -> int:
+def _pipes_as_streams() -> None:
+    """A child talks to its parent over stdin and stdout pipes. What `-u` does for an
+    interpreter: unbuffered stdout, so no answer waits in a buffer while the parent waits for
+    it; and a windowed executable's pipes are there even when Python saw no console."""
     import io
 
-    # What `-u` does for an interpreter: the worker answers through stdout.buffer, and an
-    # unflushed answer would leave the parent waiting for ever.
     sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True)
-    if sys.stdin is None:  # a windowed parent's pipes are there even if Python saw no console
+    if sys.stdin is None:
         sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)))
+
+
+def _run_parse_worker() -> int:
+    _pipes_as_streams()
     from anyio.to_process import process_worker
 
     process_worker()
@@ -65,6 +70,7 @@ def main() -> int:
     if sys.argv[1:] == WORKER_COMMAND:
         return _run_parse_worker()
     if sys.argv[1:] == WINDOW_COMMAND:
+        _pipes_as_streams()
         from web.window import main as window_main
 
         return window_main()
