@@ -1,4 +1,4 @@
-"""The gold question set (JSON Lines, /work/shared/corpus/GOLD-FORMAT.md): loading, validation
+"""The gold question set (JSON Lines, ../shared/corpus/GOLD-FORMAT.md): loading, validation
 with the line and field named, and the quote normalisation every check shares.
 
 A gold set is read-only input: nothing here ever writes it, and an invalid line stops the
