@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from index.blockstore import DocumentInfo
     from index.fsutil import atomic_write, fsync_dir
+    from index.prepared import PreparedDocument, prepare_document
     from index.snapshot import (
         Block,
         Snapshot,
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "Block": "index.snapshot",
     "DocumentInfo": "index.blockstore",
+    "PreparedDocument": "index.prepared",
     "Snapshot": "index.snapshot",
     "SnapshotError": "index.snapshot",
     "TOKENIZER_VERSION": "index.textnorm",
@@ -35,6 +37,7 @@ _EXPORTS = {
     "build_snapshot": "index.snapshot",
     "fold": "index.textnorm",
     "fsync_dir": "index.fsutil",
+    "prepare_document": "index.prepared",
     "query_tokens": "index.textnorm",
     "read_manifest": "index.snapshot",
     "tokenize": "index.textnorm",
@@ -46,6 +49,7 @@ __all__ = [
     "TOKENIZER_VERSION",
     "Block",
     "DocumentInfo",
+    "PreparedDocument",
     "Snapshot",
     "SnapshotError",
     "VerifyResult",
@@ -53,6 +57,7 @@ __all__ = [
     "build_snapshot",
     "fold",
     "fsync_dir",
+    "prepare_document",
     "query_tokens",
     "read_manifest",
     "tokenize",

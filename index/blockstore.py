@@ -7,8 +7,9 @@ reads a whole text file and never hands out arrays that view the maps.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import msgspec
 import numpy as np
@@ -106,114 +107,139 @@ def ordered_blocks(doc: DocumentRecord) -> tuple[list[BlockRecord], list[int]]:
     return blocks, order
 
 
-def write_block_store(
-    directory: Path,
-    documents: Sequence[DocumentRecord],
-    blocks: Sequence[Sequence[BlockRecord]],
-    parent: BlockStore | None = None,
-) -> tuple[dict[str, int], list[int | None]]:
-    """Write the block store files for `documents` whose ordered blocks are `blocks`.
+class BlockLayout(NamedTuple):
+    """A document's blocks as the store keeps them: in block_index order (`order` is the
+    permutation of doc.blocks that sorts them), their UTF-8 texts joined, each one's length."""
 
-    Returns the file sizes and, per document, its ordinal in `parent` when the parent holds
-    exactly this document (same metadata, outline, block ids, fields and text bytes), else
-    None. Such a document's folded text is copied from the parent rather than folded again;
-    `parent` must fold like this build (same TOKENIZER_VERSION). The files are the same,
-    byte for byte, either way.
-    """
-    n = sum(len(b) for b in blocks)
-    meta = np.zeros(n, dtype=BLOCK_DTYPE)
-    texts: list[bytes] = []
-    folded: list[bytes] = []  # per document with blocks: its folded blocks joined by NUL
-    infos: list[DocumentInfo] = []
-    all_ids: list[tuple[str, ...]] = []
-    carried: list[int | None] = []
-    row = 0
-    for doc_ordinal, (doc, doc_blocks) in enumerate(zip(documents, blocks, strict=True)):
-        count = len(doc_blocks)
-        info = _info(doc, row, count)
-        ids = tuple(b.block_id for b in doc_blocks)
-        encoded = [b.text.encode("utf-8") for b in doc_blocks]
-        rows = meta[row : row + count]
-        rows["doc"] = doc_ordinal
-        rows["block_index"] = [b.block_index for b in doc_blocks]
-        rows["section"] = [b.section for b in doc_blocks]
-        rows["page_start"] = [b.page_start or 0 for b in doc_blocks]
-        rows["page_end"] = [b.page_end or 0 for b in doc_blocks]
-        rows["tokens"] = [b.tokens for b in doc_blocks]
-        rows["text_length"] = [len(t) for t in encoded]
-        same = _same_in_parent(parent, info, ids, rows, encoded)
-        if count:
-            if same is None or parent is None:
-                folds = [scan_form(b.text).encode("utf-8") for b in doc_blocks]
-                rows["folded_length"] = [len(f) for f in folds]
-                folded.append(FOLDED_SEPARATOR.join(folds))
-            else:
-                source = parent.meta[parent.documents[same].block_range]
-                rows["folded_length"] = source["folded_length"]
-                start = int(source["folded_offset"][0])
-                end = int(source["folded_offset"][-1]) + int(source["folded_length"][-1])
-                folded.append(parent.folded[start:end])
-        infos.append(info)
-        all_ids.append(ids)
-        texts.extend(encoded)
-        carried.append(same)
-        row += count
-    text_lengths = meta["text_length"].astype(np.uint64)
-    folded_lengths = meta["folded_length"].astype(np.uint64)
-    meta["text_offset"] = np.cumsum(text_lengths) - text_lengths
-    separators = np.arange(n, dtype=np.uint64) * len(FOLDED_SEPARATOR)
-    meta["folded_offset"] = np.cumsum(folded_lengths) - folded_lengths + separators
-    documents_file = _DocumentsFile(documents=tuple(infos), block_ids=tuple(all_ids))
-    sizes = {
-        BLOCKS_META: write_new_file(directory / BLOCKS_META, meta.tobytes()),
-        TEXT_BIN: write_new_file(directory / TEXT_BIN, texts),
-        FOLDED_BIN: write_new_file(directory / FOLDED_BIN, _joined(folded)),
-        DOCUMENTS: write_new_file(
-            directory / DOCUMENTS, msgspec.msgpack.encode(documents_file, order="deterministic")
-        ),
-    }
-    return sizes, carried
+    blocks: list[BlockRecord]
+    order: list[int]
+    text: bytes
+    text_lengths: npt.NDArray[np.uint32]
 
 
-def _same_in_parent(
-    parent: BlockStore | None,
-    info: DocumentInfo,
-    ids: tuple[str, ...],
-    rows: npt.NDArray[np.void],
-    encoded: list[bytes],
+class FoldedBlocks(NamedTuple):
+    """The scan forms of a document's ordered blocks, UTF-8, joined by FOLDED_SEPARATOR."""
+
+    data: bytes
+    lengths: npt.NDArray[np.uint32]
+
+
+def layout(doc: DocumentRecord) -> BlockLayout:
+    """The ordered blocks and encoded texts of `doc`; ValueError as `ordered_blocks`."""
+    blocks, order = ordered_blocks(doc)
+    encoded = [b.text.encode("utf-8") for b in blocks]
+    lengths = np.fromiter(map(len, encoded), np.uint32, len(encoded))
+    return BlockLayout(blocks, order, b"".join(encoded), lengths)
+
+
+def fold_blocks(blocks: Sequence[BlockRecord]) -> tuple[list[str], FoldedBlocks]:
+    """The scan form of each block, and all of them as folded.bin stores them."""
+    folds = [scan_form(b.text) for b in blocks]
+    encoded = [f.encode("utf-8") for f in folds]
+    lengths = np.fromiter(map(len, encoded), np.uint32, len(encoded))
+    return folds, FoldedBlocks(FOLDED_SEPARATOR.join(encoded), lengths)
+
+
+def same_in_parent(
+    parent: BlockStore | None, doc: DocumentRecord, blocks: BlockLayout
 ) -> int | None:
-    """The ordinal of this very document in `parent`, or None."""
+    """The ordinal of `doc` in `parent` when the parent holds exactly this document (same
+    metadata, outline, block ids, fields and text bytes), else None."""
     if parent is None:
         return None
-    ordinal = parent.doc_ordinal(info.doc_id)
+    ordinal = parent.doc_ordinal(doc.doc_id)
     if ordinal is None:
         return None
     theirs = parent.documents[ordinal]
-    if msgspec.structs.replace(info, block_start=theirs.block_start) != theirs:
+    info = _info(doc, theirs.block_start, len(blocks.blocks))
+    if info != theirs:
         return None
-    if parent.block_ids(ordinal) != ids:
+    if parent.block_ids(ordinal) != tuple(b.block_id for b in blocks.blocks):
         return None
     source = parent.meta[theirs.block_range]
+    rows = _rows(0, blocks)
     for field in _COMPARED:
         if not np.array_equal(source[field], rows[field]):
             return None
-    if not len(encoded):
+    if not blocks.blocks:
         return ordinal
     start = int(source["text_offset"][0])
     end = int(source["text_offset"][-1]) + int(source["text_length"][-1])
-    if parent.text[start:end] != b"".join(encoded):
+    if parent.text[start:end] != blocks.text:
         return None
     return ordinal
 
 
+def _rows(doc_ordinal: int, blocks: BlockLayout) -> npt.NDArray[np.void]:
+    """The block rows of one document, offsets and folded lengths left 0."""
+    rows = np.zeros(len(blocks.blocks), dtype=BLOCK_DTYPE)
+    ordered = blocks.blocks
+    rows["doc"] = doc_ordinal
+    rows["block_index"] = [b.block_index for b in ordered]
+    rows["section"] = [b.section for b in ordered]
+    rows["page_start"] = [b.page_start or 0 for b in ordered]
+    rows["page_end"] = [b.page_end or 0 for b in ordered]
+    rows["tokens"] = [b.tokens for b in ordered]
+    rows["text_length"] = blocks.text_lengths
+    return rows
+
+
+def write_block_store(
+    directory: Path,
+    documents: Sequence[DocumentRecord],
+    blocks: Sequence[BlockLayout],
+    folded: Sequence[FoldedBlocks | int],
+    parent: BlockStore | None = None,
+) -> dict[str, int]:
+    """Write the block store files for `documents` laid out as `blocks`; return the sizes.
+
+    `folded[i]` is document i's folded blocks, or its ordinal in `parent` when the parent
+    holds exactly this document (`same_in_parent`) and folds like this build (same
+    TOKENIZER_VERSION): its folded text is then copied. The files are the same, byte for
+    byte, either way.
+    """
+    meta = np.concatenate(
+        [_rows(i, b) for i, b in enumerate(blocks)] or [np.zeros(0, dtype=BLOCK_DTYPE)]
+    )
+    folded_parts: list[bytes] = []  # per document with blocks: its folded blocks joined by NUL
+    infos: list[DocumentInfo] = []
+    all_ids: list[tuple[str, ...]] = []
+    row = 0
+    for doc, doc_blocks, doc_folded in zip(documents, blocks, folded, strict=True):
+        count = len(doc_blocks.blocks)
+        infos.append(_info(doc, row, count))
+        all_ids.append(tuple(b.block_id for b in doc_blocks.blocks))
+        if count:
+            rows = meta[row : row + count]
+            if isinstance(doc_folded, FoldedBlocks):
+                rows["folded_length"] = doc_folded.lengths
+                folded_parts.append(doc_folded.data)
+            elif parent is None:
+                raise ValueError("folded text to be copied from a parent, but no parent given")
+            else:
+                source = parent.meta[parent.documents[doc_folded].block_range]
+                rows["folded_length"] = source["folded_length"]
+                start = int(source["folded_offset"][0])
+                end = int(source["folded_offset"][-1]) + int(source["folded_length"][-1])
+                folded_parts.append(parent.folded[start:end])
+        row += count
+    text_lengths = meta["text_length"].astype(np.uint64)
+    folded_lengths = meta["folded_length"].astype(np.uint64)
+    meta["text_offset"] = np.cumsum(text_lengths) - text_lengths
+    separators = np.arange(row, dtype=np.uint64) * len(FOLDED_SEPARATOR)
+    meta["folded_offset"] = np.cumsum(folded_lengths) - folded_lengths + separators
+    documents_file = _DocumentsFile(documents=tuple(infos), block_ids=tuple(all_ids))
+    return {
+        BLOCKS_META: write_new_file(directory / BLOCKS_META, meta.tobytes()),
+        TEXT_BIN: write_new_file(directory / TEXT_BIN, [b.text for b in blocks]),
+        FOLDED_BIN: write_new_file(directory / FOLDED_BIN, FOLDED_SEPARATOR.join(folded_parts)),
+        DOCUMENTS: write_new_file(
+            directory / DOCUMENTS, msgspec.msgpack.encode(documents_file, order="deterministic")
+        ),
+    }
+
+
 _COMPARED = ("block_index", "section", "page_start", "page_end", "tokens", "text_length")
-
-
-def _joined(parts: list[bytes]) -> Iterator[bytes]:
-    for i, part in enumerate(parts):
-        if i:
-            yield FOLDED_SEPARATOR
-        yield part
 
 
 def _info(doc: DocumentRecord, block_start: int, block_count: int) -> DocumentInfo:

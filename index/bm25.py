@@ -10,11 +10,11 @@ a block that holds no query term.
 
 from __future__ import annotations
 
-import array
 import math
 import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from itertools import chain
 from pathlib import Path
 from typing import NamedTuple
 
@@ -24,6 +24,7 @@ import numpy.typing as npt
 from pyroaring import BitMap
 
 from index.fsutil import Mapped, write_new_file
+from index.roaring import serialize_many
 
 TERMS = "bm25.terms"
 DICT = "bm25.dict"
@@ -48,58 +49,105 @@ class Bm25Stats(msgspec.Struct, frozen=True, kw_only=True):
     tf_dtype: str  # "<u2" or "<u4"
 
 
+class TermCounts(NamedTuple):
+    """The term frequencies of consecutive blocks, counted once (e.g. as their document
+    arrives): the distinct terms in code point order and, per (term, block) pair sorted by
+    term then block, the term's index in `terms`, the block's position in the run and the
+    frequency; plus the number of tokens of each block."""
+
+    terms: list[str]
+    term_ids: npt.NDArray[np.int64]
+    blocks: npt.NDArray[np.uint32]
+    tfs: npt.NDArray[np.uint32]
+    lengths: npt.NDArray[np.uint32]
+
+
+def count_terms(token_lists: Iterable[Sequence[str]]) -> TermCounts:
+    """The TermCounts of blocks given as token lists (bags: order does not matter)."""
+    counters: list[Counter[str]] = []
+    lengths: list[int] = []
+    for tokens in token_lists:
+        counters.append(Counter(tokens))
+        lengths.append(len(tokens))
+    pair_terms = list(chain.from_iterable(counters))
+    n_pairs = len(pair_terms)
+    tfs = np.fromiter(chain.from_iterable(c.values() for c in counters), np.uint32, n_pairs)
+    terms = sorted(set(pair_terms))
+    vocab = {t: i for i, t in enumerate(terms)}
+    term_ids = np.fromiter(map(vocab.__getitem__, pair_terms), np.int64, n_pairs)
+    per_block = np.fromiter(map(len, counters), np.int64, len(counters))
+    blocks = np.repeat(np.arange(len(counters), dtype=np.uint32), per_block)
+    order = np.argsort((term_ids << 32) | blocks, kind="stable")
+    return TermCounts(
+        terms, term_ids[order], blocks[order], tfs[order], np.asarray(lengths, dtype=np.uint32)
+    )
+
+
 def write_bm25(
     directory: Path,
-    blocks: Iterable[list[str] | int],
+    blocks: Iterable[list[str] | int | TermCounts],
     *,
     k1: float,
     b: float,
     parent: Bm25Index | None = None,
 ) -> tuple[dict[str, int], Bm25Stats]:
-    """Index one item per block (in ordinal order); return file sizes and stats.
+    """Index the blocks in ordinal order; return file sizes and stats.
 
-    An item is the block's token list, or the ordinal of the same block in `parent` (built
+    An item is one block's token list; or the ordinal of the same block in `parent` (built
     from the same tokens): its postings and length are then carried over instead of
-    tokenising it again. The files are the same, byte for byte, either way.
+    tokenising it again; or the TermCounts of the next len(item.lengths) blocks, counted
+    beforehand. The files are the same, byte for byte, whichever way a block is given.
     """
-    pair_terms: list[str] = []
-    pair_tfs: list[int] = []
-    per_block: list[int] = []
-    fresh: list[int] = []  # ordinals of the blocks given as tokens
+    parts: list[tuple[int, TermCounts]] = []  # first ordinal, counts of consecutive blocks
+    pending: list[list[str]] = []  # token lists not yet counted, ending at `ordinal`
     carried_from: list[int] = []  # parent ordinal of each carried block ...
     carried_to: list[int] = []  # ... and its ordinal here
-    lengths: list[int] = []
-    for ordinal, item in enumerate(blocks):
+    ordinal = 0
+    for item in blocks:
+        if isinstance(item, list):
+            pending.append(item)
+            ordinal += 1
+            continue
+        if pending:
+            parts.append((ordinal - len(pending), count_terms(pending)))
+            pending = []
         if isinstance(item, int):
             carried_from.append(item)
             carried_to.append(ordinal)
-            lengths.append(0)  # filled from the parent below
-            continue
-        counts = Counter(item)
-        pair_terms.extend(counts.keys())
-        pair_tfs.extend(counts.values())
-        per_block.append(len(counts))
-        fresh.append(ordinal)
-        lengths.append(len(item))
-    n_blocks = len(lengths)
-    block_lengths = np.asarray(lengths, dtype=np.uint32)
+            ordinal += 1
+        else:
+            parts.append((ordinal, item))
+            ordinal += len(item.lengths)
+    if pending:
+        parts.append((ordinal - len(pending), count_terms(pending)))
+    n_blocks = ordinal
+    block_lengths = np.zeros(n_blocks, dtype=np.uint32)  # carried ones filled from the parent
+    for first, counts in parts:
+        block_lengths[first : first + len(counts.lengths)] = counts.lengths
 
     carried = _carried_postings(parent, carried_from, carried_to, block_lengths)
     # Term ids are positions in code point order == UTF-8 byte order, which lookups compare.
-    terms = sorted({*pair_terms, *carried.terms})
+    # Every source lists its terms sorted: sorting their concatenation merges sorted runs.
+    every = list(chain(carried.terms, *(counts.terms for _, counts in parts)))
+    every.sort()
+    terms = list(dict.fromkeys(every))
     vocab = {t: i for i, t in enumerate(terms)}
+
+    def global_ids(local: list[str]) -> npt.NDArray[np.int64]:
+        return np.fromiter(map(vocab.__getitem__, local), np.int64, len(local))
+
     term_ids = np.concatenate(
-        (
-            np.asarray([vocab[t] for t in carried.terms], dtype=np.int64)[carried.term_ids],
-            np.fromiter(map(vocab.__getitem__, pair_terms), np.int64, len(pair_terms)),
-        )
+        [
+            global_ids(carried.terms)[carried.term_ids],
+            *(global_ids(counts.terms)[counts.term_ids] for _, counts in parts),
+        ]
     )
     ordinals = np.concatenate(
-        (carried.ordinals, np.repeat(np.asarray(fresh, dtype=np.uint32), per_block))
+        [carried.ordinals, *(counts.blocks + np.uint32(first) for first, counts in parts)]
     )
-    tf_all = np.concatenate((carried.tfs, np.asarray(pair_tfs, dtype=np.uint32)))
-    # Sorted by term, then ordinal: postings ascend. Carried pairs arrive already sorted, so
-    # the stable sort (a merge of sorted runs) is nearly linear.
+    tf_all = np.concatenate([carried.tfs, *(counts.tfs for _, counts in parts)])
+    # Sorted by term, then ordinal: postings ascend. Every source arrives sorted, so the
+    # stable sort (a merge of sorted runs) is nearly linear.
     order = np.argsort((term_ids.astype(np.uint64) << np.uint64(32)) | ordinals, kind="stable")
     blocks_sorted = ordinals[order]
     tf_all = tf_all[order]
@@ -108,17 +156,10 @@ def write_bm25(
     tf_offsets = np.concatenate(([0], np.cumsum(df))).astype(np.uint64)
 
     encoded_terms = [t.encode("utf-8") for t in terms]
-    postings: list[bytes] = []
-    for t in range(len(terms)):
-        bitmap = BitMap(
-            array.array("I", blocks_sorted[tf_offsets[t] : tf_offsets[t + 1]].tobytes())
-        )
-        bitmap.run_optimize()
-        postings.append(bitmap.serialize())
-
+    postings, posting_offsets = serialize_many(blocks_sorted, tf_offsets.astype(np.int64))
     columns = {
         "term": np.cumsum([0] + [len(t) for t in encoded_terms], dtype=np.uint64),
-        "posting": np.cumsum([0] + [len(p) for p in postings], dtype=np.uint64),
+        "posting": posting_offsets.astype(np.uint64),
         "tf": tf_offsets,
     }
     table = np.zeros(len(terms) + 1, dtype=DICT_DTYPE)
@@ -127,9 +168,9 @@ def write_bm25(
             raise ValueError(f"BM25 {name} data exceeds 4 GiB; split the collection")
         table[name] = column
     sizes = {
-        TERMS: write_new_file(directory / TERMS, encoded_terms),
+        TERMS: write_new_file(directory / TERMS, b"".join(encoded_terms)),
         DICT: write_new_file(directory / DICT, table.tobytes()),
-        POSTINGS: write_new_file(directory / POSTINGS, postings),
+        POSTINGS: write_new_file(directory / POSTINGS, postings.tobytes()),
         TF: write_new_file(directory / TF, tf_all.astype(tf_dtype).tobytes()),
         LENGTHS: write_new_file(directory / LENGTHS, block_lengths.astype("<u4").tobytes()),
     }

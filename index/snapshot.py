@@ -20,19 +20,19 @@ import numpy.typing as npt
 
 from index import blockstore, bm25
 from index.blockstore import BlockStore, DocumentInfo
-from index.bm25 import Bm25Index, Bm25Stats
+from index.bm25 import Bm25Index, Bm25Stats, TermCounts
 from index.crashpoints import crash_point
 from index.fsutil import Mapped, atomic_write, close_map, fsync_dir, map_file, write_new_file
+from index.prepared import PreparedDocument, prepare_laid_out, vector_keys
 from index.records import (
     SNAPSHOT_FORMAT,
-    BlockRecord,
     DocumentRecord,
     ManifestDocument,
     SnapshotManifest,
 )
 from index.scan import scan as scan_folded
 from index.scan import snippet as snippet_of
-from index.textnorm import TOKENIZER_VERSION, document_tokens, fold, query_tokens
+from index.textnorm import TOKENIZER_VERSION, fold, query_tokens
 from index.vectors import (
     GRAPH,
     KEYS,
@@ -40,7 +40,6 @@ from index.vectors import (
     ORDINALS,
     VectorIndex,
     VectorKind,
-    vector_key,
     write_vectors,
 )
 
@@ -163,6 +162,7 @@ def build_snapshot(
     k1: float,
     b: float,
     exact_search_max_blocks: int,
+    prepared: Sequence[PreparedDocument | None] | None = None,
 ) -> SnapshotManifest:
     """Write a complete snapshot of `documents` into the new `directory`; return its manifest.
 
@@ -171,15 +171,32 @@ def build_snapshot(
     `parent` is the parent snapshot directory; its HNSW graph is extended when the embedding is
     the same. Fills documents, vector_index, stats.blocks_indexed, files, content_hash (and
     tokenizer_version when empty); the rest is the caller's. On failure the directory is removed.
+    `prepared[i]`, when given, is `prepare_document(documents[i])` done ahead (ValueError if it
+    was prepared from another record); the files are byte for byte the same without it.
     """
     _check_arguments(manifest, documents, vectors, k1, b, exact_search_max_blocks)
+    if prepared is None:
+        prepared = [None] * len(documents)
+    elif len(prepared) != len(documents):
+        raise ValueError(f"{len(prepared)} prepared documents for {len(documents)} documents")
+    for doc, ready in zip(documents, prepared, strict=True):
+        if ready is not None:
+            ready.check(doc)
     directory.mkdir(parents=True, exist_ok=False)
     fsync_dir(directory.parent)
     crash_point("snapshot.dir:after-fsync")
     built = False
     try:
         final = _build(
-            directory, manifest, documents, vectors, parent, k1, b, exact_search_max_blocks
+            directory,
+            manifest,
+            documents,
+            vectors,
+            prepared,
+            parent,
+            k1,
+            b,
+            exact_search_max_blocks,
         )
         built = True
     finally:
@@ -224,21 +241,38 @@ def _build(
     manifest: SnapshotManifest,
     documents: Sequence[DocumentRecord],
     vectors: Sequence[npt.NDArray[np.floating]],
+    prepared: Sequence[PreparedDocument | None],
     parent: Path | None,
     k1: float,
     b: float,
     exact_search_max_blocks: int,
 ) -> SnapshotManifest:
-    ordered = [blockstore.ordered_blocks(doc) for doc in documents]
-    blocks = [blocks for blocks, _ in ordered]
-    # Documents the parent holds byte for byte keep its folded text and BM25 postings.
+    layouts = [
+        blockstore.layout(doc) if ready is None else ready.blocks
+        for doc, ready in zip(documents, prepared, strict=True)
+    ]
+    # Documents the parent holds byte for byte keep its folded text and BM25 postings, unless
+    # they come prepared; the others are prepared here.
     source = _carry_source(parent)
     try:
         store = None if source is None else source._store()
-        sizes, carried = blockstore.write_block_store(directory, documents, blocks, store)
+        work: list[PreparedDocument | int] = []
+        for doc, blocks, ready in zip(documents, layouts, prepared, strict=True):
+            if ready is None:
+                same = blockstore.same_in_parent(store, doc, blocks)
+                work.append(prepare_laid_out(doc, blocks) if same is None else same)
+            else:
+                work.append(ready)
+        sizes = blockstore.write_block_store(
+            directory,
+            documents,
+            layouts,
+            [w if isinstance(w, int) else w.folded for w in work],
+            store,
+        )
         bm25_sizes, bm25_stats = bm25.write_bm25(
             directory,
-            _bm25_items(documents, blocks, carried, store),
+            _bm25_items(work, store),
             k1=k1,
             b=b,
             parent=None if source is None else source._bm25,
@@ -247,7 +281,7 @@ def _build(
         if source is not None:
             source.close()
     sizes.update(bm25_sizes)
-    n_blocks = sum(len(d) for d in blocks)
+    n_blocks = sum(len(blocks.blocks) for blocks in layouts)
     kind: VectorKind = "none"
     from_parent = False
     dim = manifest.embedding.dimensions if manifest.embedding else 0
@@ -255,12 +289,14 @@ def _build(
         matrix = np.zeros((n_blocks, dim), dtype=np.float32)
         keys = np.zeros(n_blocks, dtype=np.uint64)
         row = 0
-        for doc, (doc_blocks, order), rows in zip(documents, ordered, vectors, strict=True):
-            matrix[row : row + len(doc_blocks)] = np.asarray(rows, dtype=np.float32)[order]
-            keys[row : row + len(doc_blocks)] = [
-                vector_key(doc.doc_id, blk.block_id) for blk in doc_blocks
-            ]
-            row += len(doc_blocks)
+        for doc, blocks, item, rows in zip(documents, layouts, work, vectors, strict=True):
+            count = len(blocks.blocks)
+            matrix[row : row + count] = np.asarray(rows, dtype=np.float32)[blocks.order]
+            if isinstance(item, PreparedDocument):
+                keys[row : row + count] = item.keys
+            else:
+                keys[row : row + count] = vector_keys(doc.doc_id, blocks)
+            row += count
         vector_sizes, kind, from_parent = write_vectors(
             directory,
             matrix,
@@ -326,19 +362,17 @@ def _carry_source(parent: Path | None) -> Snapshot | None:
 
 
 def _bm25_items(
-    documents: Sequence[DocumentRecord],
-    blocks: Sequence[Sequence[BlockRecord]],
-    carried: Sequence[int | None],
-    parent: BlockStore | None,
-) -> Iterator[list[str] | int]:
-    """Per block in ordinal order: its BM25 tokens (section title, then text), or its ordinal
-    in `parent` when its document was carried over unchanged."""
-    for doc, doc_blocks, same in zip(documents, blocks, carried, strict=True):
-        if same is not None and parent is not None:
-            yield from parent.documents[same].block_range
+    work: Sequence[PreparedDocument | int], parent: BlockStore | None
+) -> Iterator[TermCounts | int]:
+    """Per document in ordinal order: its term counts, or the ordinals of its blocks in
+    `parent` when it is carried over unchanged."""
+    for item in work:
+        if isinstance(item, PreparedDocument):
+            yield item.counts
+        elif parent is not None:
+            yield from parent.documents[item].block_range
         else:
-            for block in doc_blocks:
-                yield document_tokens(f"{doc.sections[block.section].title}\n{block.text}")
+            raise ValueError("a document carried over from a parent, but no parent given")
 
 
 def _graph_parent(parent: Path | None, manifest: SnapshotManifest) -> Path | None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -13,8 +15,11 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from index import blockstore
+from index import blockstore, bm25
+from index.prepared import prepare_document
 from index.records import (
     BlockRecord,
     BuildStats,
@@ -33,7 +38,7 @@ from index.snapshot import (
     read_manifest,
     verify_snapshot,
 )
-from index.textnorm import fold
+from index.textnorm import document_tokens, fold
 
 DOCS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "docs"
 DIM = 32
@@ -498,17 +503,13 @@ def test_only_documents_identical_to_the_parents_are_carried_over(
     edited = msgspec.structs.replace(dns, blocks=tuple(blocks))
     moved = msgspec.structs.replace(deb_zh, blocks=deb_zh.blocks[:-1])
     with Snapshot.open(built[0]) as parent:
-        for name, docs, expected in (
-            ("a", [dns, events, deb_zh], [2, 0, 1]),
-            ("b", [retitled, edited, moved], [None, None, None]),
+        for docs, expected in (
+            ([dns, events, deb_zh], [2, 0, 1]),
+            ([retitled, edited, moved], [None, None, None]),
         ):
-            (tmp_path / name).mkdir()
-            _, carried = blockstore.write_block_store(
-                tmp_path / name,
-                docs,
-                [blockstore.ordered_blocks(d)[0] for d in docs],
-                parent._store(),
-            )
+            carried = [
+                blockstore.same_in_parent(parent._store(), d, blockstore.layout(d)) for d in docs
+            ]
             assert carried == expected
 
 
@@ -520,3 +521,153 @@ def test_a_document_record_read_back_is_the_one_that_was_built(
             ordinal = snap.doc_ordinal(doc.doc_id)
             assert ordinal is not None
             assert snap.document_record(ordinal) == doc
+
+
+def build_prepared(
+    directory: Path,
+    documents: list[DocumentRecord],
+    vectors: list[npt.NDArray[np.float32]],
+    ready: list[bool],
+    parent: Path | None = None,
+    threshold: int = 1000,
+) -> SnapshotManifest:
+    return build_snapshot(
+        directory,
+        manifest(directory.name, retrieval=None),
+        documents,
+        vectors,
+        parent=parent,
+        k1=1.2,
+        b=0.75,
+        exact_search_max_blocks=threshold,
+        prepared=[
+            prepare_document(d) if r else None for d, r in zip(documents, ready, strict=True)
+        ],
+    )
+
+
+def assert_same_files(a: Path, ma: SnapshotManifest, b: Path, mb: SnapshotManifest) -> None:
+    assert ma.content_hash == mb.content_hash and ma.files == mb.files
+    for name in ma.files:
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+
+
+def assert_bm25_is_that_of_title_and_text(directory: Path, docs: list[DocumentRecord]) -> None:
+    """The snapshot's BM25 files are those of each block's "section title\ntext" tokens."""
+    tokens = [
+        document_tokens(f"{d.sections[b.section].title}\n{b.text}")
+        for d in docs
+        for b in sorted(d.blocks, key=lambda b: b.block_index)
+    ]
+    reference = directory.parent / f"{directory.name}-bm25"
+    reference.mkdir()
+    bm25.write_bm25(reference, tokens, k1=1.2, b=0.75)
+    for name in bm25.FILES:
+        assert (reference / name).read_bytes() == (directory / name).read_bytes(), name
+
+
+# Documents of the property test: slices of real corpus text (English and Chinese), some with
+# shuffled block order; each build takes any subset, in any order, prepared or not.
+_POOL = [
+    ("nodejs-md/events.md", "dEvents", "en", 30),
+    ("debian-reference.zh-cn.txt", "dDebZh", "zh", 30),
+    ("nodejs-md/dns.md", "dDns", "en", 20),
+    ("nodejs-md/readline.md", "dReadline", "en", 15),
+]
+
+
+@functools.cache
+def pool() -> list[tuple[DocumentRecord, npt.NDArray[np.float32]]]:
+    out = []
+    for i, (relative, doc_id, lang, limit) in enumerate(_POOL):
+        doc = sectioned_document(relative, doc_id, lang, limit)
+        if i % 2:  # blocks given out of block_index order, their vectors with them
+            doc = msgspec.structs.replace(doc, blocks=doc.blocks[::-1])
+        out.append((doc, unit_vectors(len(doc.blocks), seed=i)))
+    return out
+
+
+_PICK = st.lists(st.tuples(st.integers(0, len(_POOL) - 1), st.booleans()), max_size=4)
+
+
+@settings(max_examples=12, deadline=None)
+@given(first=_PICK, second=_PICK, threshold=st.sampled_from([0, 1000]))
+def test_prepared_documents_give_the_same_files_fresh_and_with_a_parent(
+    first: list[tuple[int, bool]], second: list[tuple[int, bool]], threshold: int
+) -> None:
+    # Two generations; the second is built fresh and on the first (documents carried over,
+    # the HNSW graph extended). Whichever documents come prepared, the files are the same.
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        parent: Path | None = None
+        for k, picks in enumerate((first, second)):
+            chosen = list(dict.fromkeys(i for i, _ in picks))  # doc ids must be distinct
+            ready = [dict(picks)[i] for i in chosen]
+            docs = [pool()[i][0] for i in chosen]
+            vecs = [pool()[i][1] for i in chosen]
+            for name, on in (("fresh", None), ("child", parent)):
+                plain = root / f"{name}-plain{k}"
+                m_plain = build_prepared(plain, docs, vecs, [False] * len(docs), on, threshold)
+                if on is None:
+                    assert_bm25_is_that_of_title_and_text(plain, docs)
+                for variant, flags in (("some", ready), ("all", [True] * len(docs))):
+                    d = root / f"{name}-{variant}{k}"
+                    m = build_prepared(d, docs, vecs, flags, on, threshold)
+                    assert_same_files(d, m, plain, m_plain)
+            parent = root / f"child-plain{k}"
+
+
+def test_a_preparation_is_refused_for_any_other_record(
+    tmp_path: Path, documents: list[DocumentRecord], vectors: list[npt.NDArray[np.float32]]
+) -> None:
+    events, deb_zh, _ = documents
+    ready = prepare_document(events)
+    edited_block = msgspec.structs.replace(events.blocks[3], text="changed text")
+    others = [
+        deb_zh,
+        msgspec.structs.replace(events, content_hash="sha-other"),
+        msgspec.structs.replace(
+            events, blocks=(*events.blocks[:3], edited_block, *events.blocks[4:])
+        ),
+        msgspec.structs.replace(events, blocks=events.blocks[:-1]),
+        msgspec.structs.replace(events, chunker_version="c2"),
+    ]
+    for k, other in enumerate(others):
+        with pytest.raises(ValueError, match="prepare"):
+            build_snapshot(
+                tmp_path / f"s{k}",
+                manifest(f"s{k}", retrieval=None),
+                [other],
+                [unit_vectors(len(other.blocks), 0)],
+                k1=1.2,
+                b=0.75,
+                exact_search_max_blocks=1000,
+                prepared=[ready],
+            )
+        assert not (tmp_path / f"s{k}").exists()
+    # Edits of a title, label or aliases change nothing prepared: the preparation still serves.
+    retitled = msgspec.structs.replace(events, title="Edited title", aliases=("x",))
+    m = build_snapshot(
+        tmp_path / "ok",
+        manifest("ok", retrieval=None),
+        [retitled],
+        [vectors[0]],
+        k1=1.2,
+        b=0.75,
+        exact_search_max_blocks=1000,
+        prepared=[ready],
+    )
+    assert m.documents[0].blocks == len(events.blocks)
+    with Snapshot.open(tmp_path / "ok") as snap:
+        assert snap.documents[0].title == "Edited title"
+    with pytest.raises(ValueError, match="prepared documents"):
+        build_snapshot(
+            tmp_path / "n",
+            manifest("n", retrieval=None),
+            [events],
+            [vectors[0]],
+            k1=1.2,
+            b=0.75,
+            exact_search_max_blocks=1000,
+            prepared=[],
+        )

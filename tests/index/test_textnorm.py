@@ -9,7 +9,8 @@ from collections import Counter
 from hypothesis import given
 from hypothesis import strategies as st
 
-from index.textnorm import document_tokens, fold, query_tokens, tokenize
+from index.scan import scan_form
+from index.textnorm import document_tokens, fold, folded_tokens, query_tokens, tokenize
 
 
 def test_fold_casefolds_beyond_ascii() -> None:
@@ -75,6 +76,20 @@ def test_document_tokens_add_every_cjk_character_once() -> None:
 def test_document_tokens_are_tokenize_plus_the_characters_of_longer_cjk_runs(text: str) -> None:
     runs = re.findall("[软件包锁한국カナ]{2,}", fold(text))
     assert Counter(document_tokens(text)) == Counter(tokenize(text)) + Counter("".join(runs))
+
+
+_MIXED = st.text("ab Zß软件包锁한국カナ\u0301\u1100\u1161İ\x00\n ,。")
+
+
+@given(_MIXED, _MIXED)
+def test_tokens_of_title_and_text_are_the_title_bag_plus_the_text_bag(
+    title: str, text: str
+) -> None:
+    # The build folds a section title once and a block's text once (stored NUL as U+FFFD)
+    # instead of folding "title\ntext" for every block.
+    joined = document_tokens(f"{title}\n{text}")
+    apart = folded_tokens(fold(title)) + folded_tokens(scan_form(text))
+    assert Counter(joined) == Counter(apart)
 
 
 def test_query_tokens_are_distinct_in_first_occurrence_order() -> None:
