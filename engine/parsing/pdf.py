@@ -7,10 +7,14 @@ character pymupdf reports for body text: it joins lines but never rewrites words
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import operator
 import re
 import statistics
 import unicodedata
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
@@ -47,6 +51,7 @@ _LABEL = re.compile(
     r"|附录\s*[A-Z])\.?$",
     re.IGNORECASE,
 )
+_DIGITS = re.compile(r"\d+")
 _BULLET = re.compile(r"^\s*(?:[•◦▪‣●○■□\-–*]|\d{1,3}[.)]|\(\w{1,3}\))\s")
 _SENTENCE_END = frozenset(".!?。！？:：;；")
 _HEADING_END = frozenset(".,;:。，；：、")
@@ -92,71 +97,106 @@ def _style(font: str, flags: int, size: float) -> tuple[float, bool, bool]:
     return style
 
 
-def _row_from_line(line: dict[str, Any]) -> _Row | None:
+# A row as plain data: x0, y0, x1, y1, text, size, bold, mono. Extraction builds these (a
+# tuple is much cheaper to make, and to pickle between processes, than a _Row).
+_RowTuple = tuple[float, float, float, float, str, float, bool, bool]
+
+_span_style = operator.itemgetter("font", "flags", "size")
+
+
+def _line_text_style(spans: list[dict[str, Any]]) -> tuple[str, float, bool, bool]:
+    """The raw text of a line of several spans and its (size, bold, mono), each by the share
+    of characters: the size most are set in (on a tie, the first seen), bold when 80% are,
+    mono when 60% are."""
     texts: list[str] = []
     sizes: dict[float, int] = {}
     bold = mono = total = 0
-    for s in line["spans"]:
+    for s in spans:
         span_text: str = s["text"]
         if not span_text:
             continue
         texts.append(span_text)
         weight = len(span_text.strip()) or 1
         total += weight
-        size, is_bold, is_mono = _style(s["font"], s["flags"], s["size"])
+        key = _span_style(s)
+        size, is_bold, is_mono = _styles.get(key) or _style(*key)
         sizes[size] = sizes.get(size, 0) + weight
         if is_bold:
             bold += weight
         if is_mono:
             mono += weight
     if not texts:
-        return None
-    text = clean_text(texts[0] if len(texts) == 1 else "".join(texts)).strip()
-    if not text:
-        return None
-    # the size most characters are set in; on a tie, the first one seen
+        return "", 0.0, False, False
     size = next(iter(sizes)) if len(sizes) == 1 else max(sizes.items(), key=_second)[0]
-    x0, y0, x1, y1 = line["bbox"]
-    return _Row(x0, y0, x1, y1, text, size, bold >= 0.8 * total, mono >= 0.6 * total)
+    return "".join(texts), size, bold >= 0.8 * total, mono >= 0.6 * total
 
 
 def _second(item: tuple[float, int]) -> int:
     return item[1]
 
 
-def _page_rows(page: Any) -> list[_Row]:
-    rows: list[_Row] = []
-    data = page.get_text("dict", flags=_mupdf.TEXTFLAGS_TEXT)
-    for block in data["blocks"]:
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Cyclic garbage collection off while pages are extracted: pymupdf builds a dict for
+    every span, and the collections they trigger, each over every object the process
+    holds, cost ~5-10% of extraction. The rows hold no cycles; it is back on after."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _page_rows(page: Any) -> list[_RowTuple]:
+    """The page's visual lines in pymupdf's order, side-by-side lines merged into one row.
+
+    Runs for every line of every page, so it works on tuples and local names."""
+    rows: list[_RowTuple] = []
+    for block in page.get_text("dict", flags=_mupdf.TEXTFLAGS_TEXT)["blocks"]:
         if block["type"] != 0:
             continue
         for line in block["lines"]:
-            row = _row_from_line(line)
-            if row is None:
-                continue
-            prev = rows[-1] if rows else None
-            if prev is not None and _same_row(prev, row):
-                prev.text = prev.text + glue(prev.text, row.text) + row.text
-                prev.x1 = max(prev.x1, row.x1)
-                prev.y0, prev.y1 = min(prev.y0, row.y0), max(prev.y1, row.y1)
-                prev.size = max(prev.size, row.size)
-                prev.bold = prev.bold and row.bold
-                prev.mono = prev.mono and row.mono
+            spans = line["spans"]
+            if len(spans) == 1:  # most lines: no weighing of styles
+                span = spans[0]
+                text = span["text"]
+                key = _span_style(span)
+                size, bold, mono = _styles.get(key) or _style(*key)
             else:
-                rows.append(row)
+                text, size, bold, mono = _line_text_style(spans)
+            if not text.isprintable():  # only then can clean_text change it
+                text = clean_text(text)
+            text = text.strip()
+            if not text:
+                continue
+            x0, y0, x1, y1 = line["bbox"]
+            if rows:
+                px0, py0, px1, py1, ptext, psize, pbold, pmono = rows[-1]
+                # the same row: overlapping by over half the lower height, and to the right
+                overlap = min(py1, y1) - max(py0, y0)
+                if overlap > 0.5 * min(max(1.0, py1 - py0), max(1.0, y1 - y0)) and x0 >= px1 - 2:
+                    rows[-1] = (
+                        px0,
+                        min(py0, y0),
+                        max(px1, x1),
+                        max(py1, y1),
+                        ptext + glue(ptext, text) + text,
+                        max(psize, size),
+                        pbold and bold,
+                        pmono and mono,
+                    )
+                    continue
+            rows.append((x0, y0, x1, y1, text, size, bold, mono))
     return rows
-
-
-def _same_row(a: _Row, b: _Row) -> bool:
-    overlap = min(a.y1, b.y1) - max(a.y0, b.y0)
-    return overlap > 0.5 * min(a.height, b.height) and b.x0 >= a.x1 - 2
 
 
 # --- running headers and footers ------------------------------------------------------------
 
 
 def _key(text: str) -> str:
-    return "".join(ch for ch in unicodedata.normalize("NFKC", text).casefold() if ch.isalnum())
+    return "".join(filter(str.isalnum, unicodedata.normalize("NFKC", text).casefold()))
 
 
 def _band_rows(pages: list[list[_Row]], top: bool, row_h: float) -> list[set[int]]:
@@ -197,7 +237,7 @@ def _band_rows(pages: list[list[_Row]], top: bool, row_h: float) -> list[set[int
 
 def _furniture(pages: list[list[_Row]]) -> list[set[int]]:
     """Per page, the rows that are running headers, footers or page numbers."""
-    heights = [r.height for rows in pages for r in rows]
+    heights = [max(1.0, r.y1 - r.y0) for rows in pages for r in rows]  # each row's height
     row_h = statistics.median(heights) if heights else 10.0
     drop = [
         a | b
@@ -208,24 +248,21 @@ def _furniture(pages: list[list[_Row]]) -> list[set[int]]:
     # Text repeated at the top or bottom of many pages (numbers ignored) is furniture too.
     edge_keys: list[dict[int, str]] = []
     counts: Counter[str] = Counter()
-    for rows in pages:
-        order = sorted(range(len(rows)), key=lambda k: rows[k].y0)
-        edge = order[:2] + order[-2:]
-        keys = {k: re.sub(r"\d+", "#", _key(rows[k].text)) for k in set(edge)}
+    for p, rows in enumerate(pages):
+        # rows from top to bottom, first in reading order on a tie
+        order = sorted(range(len(rows)), key=[r.y0 for r in rows].__getitem__)
+        keys = {k: _DIGITS.sub("#", _key(rows[k].text)) for k in {*order[:2], *order[-2:]}}
         edge_keys.append(keys)
         counts.update(set(keys.values()))
+        if rows:
+            for k in (order[0], order[-1]):
+                if _PAGE_NUMBER.match(rows[k].text.strip()):
+                    drop[p].add(k)
     text_pages = sum(1 for rows in pages if rows)
     threshold = max(3, 0.3 * text_pages)
     for p, keys in enumerate(edge_keys):
         for k, key in keys.items():
             if key and counts[key] >= threshold:
-                drop[p].add(k)
-    for p, rows in enumerate(pages):
-        if not rows:
-            continue
-        order = sorted(range(len(rows)), key=lambda k: rows[k].y0)
-        for k in (order[0], order[-1]):
-            if _PAGE_NUMBER.match(rows[k].text.strip()):
                 drop[p].add(k)
     return drop
 
@@ -238,9 +275,16 @@ def _strip_number(text: str) -> str:
 
 
 def _find_heading(
-    rows: list[_Row], start: int, title: str, body_size: float
+    rows: list[_Row],
+    start: int,
+    title: str,
+    body_size: float,
+    seen: dict[str, tuple[str, str]],
 ) -> tuple[int, int] | None:
-    """(row, number of rows) where the outline title is printed, at or after `start`."""
+    """(row, number of rows) where the outline title is printed, at or after `start`.
+
+    `seen` keeps the keys of text already tried: the search goes over the same rows for
+    every bookmark on a page, and twice (prominent rows first)."""
     wanted = {_key(title), _key(_strip_number(title))} - {""}
     if not wanted:
         return None
@@ -253,7 +297,10 @@ def _find_heading(
             acc = ""
             for m in range(k, min(k + 4, len(rows))):
                 acc = acc + glue(acc, rows[m].text) + rows[m].text if acc else rows[m].text
-                full, stripped = _key(acc), _key(_strip_number(acc))
+                keys = seen.get(acc)
+                if keys is None:
+                    keys = seen[acc] = (_key(acc), _key(_strip_number(acc)))
+                full, stripped = keys
                 if full in wanted or stripped in wanted:
                     return k, m - k + 1
                 if len(stripped) > longest + 12:
@@ -284,6 +331,7 @@ def _outline_splits(
     """Where each bookmark's heading is printed, in reading order."""
     splits: list[_Split] = []
     pos_page, pos_row = 0, 0
+    seen: dict[str, tuple[str, str]] = {}
     for entry in outline:
         level, title, page_no = int(entry[0]), short_title(clean_text(str(entry[1]))), int(entry[2])
         if not title or not 1 <= page_no <= len(pages):
@@ -292,9 +340,9 @@ def _outline_splits(
         if target < pos_page:
             target = pos_page  # out of reading order: it cannot start before the last heading
         start = pos_row if target == pos_page else 0
-        found = _find_heading(pages[target], start, title, body_size)
+        found = _find_heading(pages[target], start, title, body_size, seen)
         if found is None and target + 1 < len(pages):
-            nxt = _find_heading(pages[target + 1], 0, title, body_size)
+            nxt = _find_heading(pages[target + 1], 0, title, body_size, seen)
             if nxt is not None:
                 target, found = target + 1, nxt
         if found is None:
@@ -382,7 +430,7 @@ def _merge_labels(splits: list[_Split]) -> list[_Split]:
 def _breaks(prev: _Row, cur: _Row, first: _Row, right: float) -> bool:
     if cur.mono != prev.mono:
         return True
-    h = min(prev.height, cur.height)
+    h = min(max(1.0, prev.y1 - prev.y0), max(1.0, cur.y1 - cur.y0))  # the lower height
     gap = cur.y0 - prev.y1
     if gap > 0.75 * h or gap < -0.5 * h:
         return True
@@ -403,6 +451,8 @@ def _emit_rows(rows: list[_Row], page: int, right: float, builder: SectionBuilde
         if group:
             if group[0].mono:
                 builder.paragraph("\n".join(r.text for r in group), page, preformatted=True)
+            elif len(group) == 1:
+                builder.paragraph(group[0].text, page)  # rows are stripped: nothing to join
             else:
                 builder.paragraph(join_lines([r.text for r in group]), page)
             group.clear()
@@ -418,11 +468,12 @@ def _emit_rows(rows: list[_Row], page: int, right: float, builder: SectionBuilde
 
 
 def _body_size(pages: list[list[_Row]]) -> float:
-    sizes: Counter[float] = Counter()
+    """The size most characters are set in; on a tie, the first one seen."""
+    sizes: dict[float, int] = {}
     for rows in pages:
         for r in rows:
-            sizes[r.size] += len(r.text)
-    return sizes.most_common(1)[0][0] if sizes else 10.0
+            sizes[r.size] = sizes.get(r.size, 0) + len(r.text)
+    return max(sizes.items(), key=_second)[0] if sizes else 10.0
 
 
 def _right_edge(rows: list[_Row]) -> float:
@@ -488,7 +539,8 @@ def parse_pdf(path: Path, limits: ParseLimits) -> ParsedDocument:
     doc = _open(path)
     try:
         page_count = _checked_page_count(doc, path, limits)
-        raw_pages = [_page_rows(page) for page in doc]
+        with _gc_paused():
+            raw_pages = [[_Row(*row) for row in _page_rows(page)] for page in doc]
         outline, meta_title = _outline(doc), _meta_title(doc)
     finally:
         doc.close()
@@ -565,10 +617,6 @@ def _assemble(
 # large enough that reopening the file per range (a few milliseconds) stays negligible.
 PAGES_PER_PART = 48
 
-# A row on its way between processes: x0, y0, x1, y1, text, size, bold, mono (plain tuples
-# pickle ~8x faster than the dataclass).
-_RowTuple = tuple[float, float, float, float, str, float, bool, bool]
-
 
 class PdfPlan(msgspec.Struct, frozen=True, kw_only=True):
     """What a PDF's pages share, and the page ranges to extract in parallel."""
@@ -630,13 +678,8 @@ def parse_pdf_pages(path: Path, start: int, end: int) -> PdfPart:
         stamp = _stamp(path)
         doc = _open(path)
         try:
-            pages = [
-                [
-                    (r.x0, r.y0, r.x1, r.y1, r.text, r.size, r.bold, r.mono)
-                    for r in _page_rows(doc[p])
-                ]
-                for p in range(start, end)
-            ]
+            with _gc_paused():
+                pages = [_page_rows(doc[p]) for p in range(start, end)]
         finally:
             doc.close()
     except ParseError:

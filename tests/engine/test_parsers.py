@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 import time
@@ -365,6 +366,50 @@ def test_pdf_outline_that_matches_no_printed_heading_falls_back_to_font_size(
     assert "1.2.13 tmpfs" in titles and "Scanned part one" not in titles
 
 
+def _pdf_lines(path: Path, lines: list[list[tuple[float, str, str]]]) -> None:
+    """One page, a line per item: (x, text, font) pieces at 11 pt, spaced like body text;
+    an empty line leaves a paragraph gap."""
+    pdf = pymupdf.open()
+    page = pdf.new_page()
+    y = 72.0
+    for pieces in lines:
+        for x, text, font in pieces:
+            page.insert_text((x, y), text, fontname=font, fontsize=11)
+        y += 14 if pieces else 20
+    pdf.save(path)
+
+
+def test_pdf_line_of_several_fonts_is_styled_by_most_of_its_characters(tmp_path: Path) -> None:
+    path = tmp_path / "mixed.pdf"
+    bell = ": the bell\x07 character and this longer plain text follow it"
+    _pdf_lines(
+        path,
+        [
+            [(72, "Plain body text that runs across the page as the opening line,", "helv")],
+            [(72, "and a second line of the same paragraph ends here.", "helv")],
+            [],
+            [(72, "2.1 Installing", "hebo"), (150, "the tools", "hebo")],
+            [],
+            [(72, "Note", "hebo"), (98, bell, "helv")],
+            [(72, "on the next line of the note, which is plain as well.", "helv")],
+            [(72, "Term", "helv"), (300, "its definition, set apart on the same line.", "helv")],
+        ],
+    )
+    preamble, section = parse_file(path).sections
+    # Bold throughout, set off and numbered: a heading, its two pieces one row.
+    assert section.title == preamble.title == "2.1 Installing the tools"
+    assert preamble.paragraphs[0].text.endswith(
+        "opening line, and a second line of the same paragraph ends here."
+    )
+    # Mostly plain: body text, joined with the next line, without the control character.
+    assert [p.text for p in section.paragraphs] == [
+        "2.1 Installing the tools",
+        "Note: the bell character and this longer plain text follow it on the next line of "
+        "the note, which is plain as well.",
+        "Term its definition, set apart on the same line.",
+    ]
+
+
 def test_text_underlined_headings_and_numbered_headings(tmp_path: Path) -> None:
     source = (DOCS / "debian-reference.zh-cn.txt").read_text(encoding="utf-8")
     start = source.index("    在默认的 Debian 系统中")
@@ -497,6 +542,22 @@ def test_only_long_healthy_pdfs_are_planned_for_parallel_parsing(tmp_path: Path)
             parse_file(tmp_path / bad)
     tiny = ParseLimits(max_file_bytes=1024)
     assert plan_parallel_parse(DOCS / "debian-reference.en.pdf", tiny) is None
+
+
+def test_extracting_pdf_pages_leaves_garbage_collection_as_it_was() -> None:
+    path = DOCS / "lshort-zh-cn.pdf"  # 139 pages
+    assert gc.isenabled()
+    assert parse_pdf_pages(path, 0, 2).pages[1]
+    assert gc.isenabled()
+    with pytest.raises(ParseError):
+        parse_pdf_pages(path, 137, 141)  # fails past the last page, mid-extraction
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        parse_pdf_pages(path, 0, 2)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 def test_ranges_read_from_a_changed_pdf_are_refused(tmp_path: Path) -> None:
