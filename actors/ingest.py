@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
-import anyio.to_process
 import anyio.to_thread
 import msgspec
 import numpy as np
@@ -27,24 +26,15 @@ from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from actors.catalog import Catalog, utc_now
 from actors.journal import DoneEntry, Job, JobTarget, Journal
 from actors.overrides import Overrides
-from engine.chunker import ChunkError, chunk_document, chunker_version
+from actors.parse_pool import Chunking, ParsePool
+from engine.chunker import ChunkError, chunker_version
 from engine.config import Config
 from engine.document_cache import DocumentCache, document_key
 from engine.embedding import EmbeddingCache, EmbeddingError, EmbeddingProvider, embed_texts
-from engine.parsing import (
-    PARSER_VERSIONS,
-    SUPPORTED_SUFFIXES,
-    ParsedDocument,
-    ParseError,
-    ParseLimits,
-    PdfPart,
-    assemble_pdf,
-    parse_file,
-    parse_pdf_pages,
-    plan_parallel_parse,
-)
+from engine.parsing import PARSER_VERSIONS, SUPPORTED_SUFFIXES, ParseError, ParseLimits
 from engine.paths import DataDir
-from engine.tokens import TokenCounter, preload
+from engine.tokens import TokenCounter
+from index.prepared import PreparedDocument, prepare_document
 from index.records import (
     BuildStats,
     DocumentRecord,
@@ -111,6 +101,7 @@ class _Parsed:
     target: Target
     record: DocumentRecord
     reused: bool = False
+    prepared: PreparedDocument | None = None  # the build's work for it, done by its worker
 
 
 @dataclass
@@ -119,6 +110,7 @@ class _Embedded:
     record: DocumentRecord
     vectors: np.ndarray
     reused: bool = False
+    prepared: PreparedDocument | None = None
 
 
 @dataclass
@@ -127,6 +119,8 @@ class _Batch:
 
     ok: dict[str, _Embedded] = field(default_factory=dict)
     failed: dict[str, FailedDocument] = field(default_factory=dict)
+    # the build's per-document work, done as each new document arrives (by source)
+    prepared: dict[str, PreparedDocument] = field(default_factory=dict)
     stats: BuildStats = field(default_factory=BuildStats)
 
 
@@ -252,32 +246,6 @@ def embedding_text(record: DocumentRecord, block_index: int) -> str:
     return text if text.startswith(title) else f"{title}\n{text}"
 
 
-async def parse_in_workers(path: Path, limits: ParseLimits) -> ParsedDocument:
-    """parse_file in a worker process; a long PDF as page ranges in parallel workers, joined
-    here (in a thread) into the very document one pass gives (engine.parsing.pdf)."""
-    plan = await anyio.to_process.run_sync(plan_parallel_parse, path, limits, cancellable=True)
-    if plan is None:
-        return await anyio.to_process.run_sync(parse_file, path, limits, cancellable=True)
-    parts: list[PdfPart] = []
-    failures: list[Exception] = []  # the first failing range decides, as one pass would
-
-    async def extract(start: int, end: int) -> None:
-        try:
-            parts.append(
-                await anyio.to_process.run_sync(parse_pdf_pages, path, start, end, cancellable=True)
-            )
-        except Exception as exc:  # ParseError, BrokenWorkerProcess: raised below, ungrouped
-            failures.append(exc)
-            tg.cancel_scope.cancel()
-
-    async with anyio.create_task_group() as tg:
-        for start, end in plan.ranges:
-            tg.start_soon(extract, start, end)
-    if failures:
-        raise failures[0]
-    return await anyio.to_thread.run_sync(assemble_pdf, path, limits, plan, parts)
-
-
 def record_from_snapshot(snap: Snapshot, doc: int) -> DocumentRecord:
     """Rebuild a carried-over document from its parent snapshot (no file is read)."""
     return snap.document_record(doc)
@@ -316,6 +284,8 @@ class Ingest:
             max_file_bytes=config.ingest.max_file_megabytes << 20,
             max_archive_bytes=config.ingest.max_archive_megabytes << 20,
         )
+        self.parse_pool = ParsePool()
+        self._rank: dict[str, int] = {}  # parse order: the largest document first
 
     # -- entry points ------------------------------------------------------------------------
     def pending_job(self) -> Job | None:
@@ -389,7 +359,9 @@ class Ingest:
             EMBEDDED_CHANNEL_SIZE
         )
         work_send, work_recv = anyio.create_memory_object_stream[Target](len(targets) or 1)
-        for t in targets:
+        largest_first = sorted(targets, key=lambda t: -t.size)
+        self._rank = {t.source: rank for rank, t in enumerate(largest_first)}
+        for t in largest_first:
             work_send.send_nowait(t)
         work_send.close()
         async with anyio.create_task_group() as tg:
@@ -442,7 +414,7 @@ class Ingest:
             if parent.documents[doc].content_hash == content_hash and self._reusable(parent):
                 record = await anyio.to_thread.run_sync(record_from_snapshot, parent, doc)
                 return _Parsed(target, record, reused=True)
-        fmt = _format_of(target.path)
+        fmt = format_of(target.path)
         parser_version = PARSER_VERSIONS.get(fmt, "")
         key = document_key(
             content_hash,
@@ -458,12 +430,22 @@ class Ingest:
                     cached, source=target.source, source_label=target.source
                 )
             return _Parsed(target, cached)
-        preload()  # chunking runs in this process: the tokenizer loads while the file parses
+        chunking = Chunking(
+            content_hash=content_hash,
+            source=target.source,
+            parser_version=parser_version,
+            target_tokens=self.config.ingest.block_target_tokens,
+        )
         try:
             with anyio.fail_after(PARSE_TIMEOUT_S):
-                parsed = await parse_in_workers(target.path, self.limits)
+                finished = await self.parse_pool.document(
+                    target.path, self.limits, self._rank.get(target.source, 0), chunking
+                )
         except ParseError as exc:
             self._fail(batch, target, "parse", exc.reason, exc.message)
+            return None
+        except ChunkError as exc:
+            self._fail(batch, target, "chunk", exc.reason, exc.message)
             return None
         except TimeoutError:
             self._fail(
@@ -483,28 +465,9 @@ class Ingest:
                 "the document reader crashed on this file; it is probably damaged",
             )
             return None
-        try:
-            record = await anyio.to_thread.run_sync(
-                lambda: chunk_document(
-                    parsed,
-                    content_hash=content_hash,
-                    source=target.source,
-                    source_label=target.source,
-                    parser_version=parser_version,
-                    target_tokens=self.config.ingest.block_target_tokens,
-                    counter=self.counter,
-                )
-            )
-        except ChunkError as exc:
-            self._fail(batch, target, "chunk", exc.reason, exc.message)
-            return None
-        except Exception as exc:  # a chunker bug must fail one document, not the batch
-            self._fail(
-                batch, target, "chunk", "chunk_error", f"splitting into blocks failed: {exc}"
-            )
-            return None
+        record = finished.record
         await anyio.to_thread.run_sync(self.documents.put, key, record)
-        return _Parsed(target, record)
+        return _Parsed(target, record, prepared=finished.prepared)
 
     def _reusable(self, parent: Snapshot) -> bool:
         """Carried-over vectors are only valid for the same embedding model."""
@@ -547,12 +510,20 @@ class Ingest:
                 )
                 self.progress.blocks_embedded = batch.stats.blocks_embedded
                 self.progress.embedding_tokens = batch.stats.embedding_tokens
-                await out.send(_Embedded(item.target, item.record, outcome.vectors))
+                await out.send(
+                    _Embedded(item.target, item.record, outcome.vectors, prepared=item.prepared)
+                )
 
     async def _collect_stage(self, inbox: ObjectReceiveStream[_Embedded], batch: _Batch) -> None:
         async with inbox:
             async for item in inbox:
                 batch.ok[item.target.source] = item
+                if item.prepared is not None:
+                    batch.prepared[item.target.source] = item.prepared
+                elif not item.reused:  # a cached record; a reused one is carried from the parent
+                    batch.prepared[item.target.source] = await anyio.to_thread.run_sync(
+                        prepare_document, item.record
+                    )
                 await anyio.to_thread.run_sync(
                     self.journal.record,
                     DoneEntry(
@@ -680,6 +651,7 @@ class Ingest:
                     manifest,
                     [r for r, _ in ordered],
                     [v for _, v in ordered],
+                    prepared=[_prepared_for(r, batch.prepared) for r, _ in ordered],
                     parent=parent.path if parent is not None and self._reusable(parent) else None,
                     k1=self.config.retrieval.bm25_k1,
                     b=self.config.retrieval.bm25_b,
@@ -759,6 +731,15 @@ class Ingest:
             self.journal.write_progress(msgspec.json.encode(p))
 
 
+def _prepared_for(
+    record: DocumentRecord, prepared: dict[str, PreparedDocument]
+) -> PreparedDocument | None:
+    """The preparation made from this record, unless the record was renamed since (a second
+    copy of the same bytes gets its own doc_id); the build then prepares it itself."""
+    found = prepared.get(record.source)
+    return found if found is not None and found.doc_id == record.doc_id else None
+
+
 def _unique_doc_ids(
     ordered: list[tuple[DocumentRecord, np.ndarray]],
 ) -> list[tuple[DocumentRecord, np.ndarray]]:
@@ -783,7 +764,7 @@ def _documents_by_source(snap: Snapshot | None) -> dict[str, int]:
     return {d.source: i for i, d in enumerate(snap.documents)}
 
 
-def _format_of(path: Path) -> str:
+def format_of(path: Path) -> str:
     return {
         ".pdf": "pdf",
         ".epub": "epub",

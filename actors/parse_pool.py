@@ -1,0 +1,255 @@
+"""Worker processes for one import's per-document work: parse, chunk and prepare for the build.
+
+A document's CPU work holds the GIL (PyMuPDF and most of our own Python do), so it runs in
+anyio's worker processes, not in threads of the app's process: a worker returns the document
+chunked into blocks (DeepSeek tokenizer, loaded once per worker) and prepared for the snapshot
+build, and a long PDF is parsed as page ranges in several workers, then assembled, chunked and
+prepared in one. The longest PDF's page ranges go first: that document is finished early while
+the workers parse the rest, instead of being the last (and longest) thing left to do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import itertools
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+import anyio
+import anyio.to_process
+import anyio.to_thread
+
+from engine.chunker import ChunkError, chunk_document
+from engine.parsing import (
+    ParsedDocument,
+    ParseLimits,
+    PdfPart,
+    PdfPlan,
+    assemble_pdf,
+    parse_file,
+    parse_pdf_pages,
+    plan_parallel_parse,
+)
+from engine.tokens import TokenCounter, preload
+from index.prepared import PreparedDocument, prepare_document
+from index.records import DocumentRecord
+
+T = TypeVar("T")
+
+# Priorities, lowest first: (stage, -pages, rank, first page). Plans are quick and tell how
+# long a PDF is, so they go first; then finishing a PDF whose pages are all read (it cannot be
+# split); then the page ranges of the longest PDF, and the rest in the order their documents
+# started.
+_PLAN, _FINISH, _WORK = 0, 1, 2
+
+
+def worker_processes() -> int:
+    """How many parse processes run at once (anyio's process limit: one per core)."""
+    return int(anyio.to_process.current_default_process_limiter().total_tokens)
+
+
+@dataclass(order=True)
+class _Ticket:
+    priority: tuple[int, ...]
+    seq: int
+    event: anyio.Event = field(compare=False)
+    granted: bool = field(default=False, compare=False)
+    done: bool = field(default=False, compare=False)  # its slot given back, or withdrawn
+
+
+class PrioritySlots:
+    """At most `capacity` holders at once; waiters are admitted lowest priority first, in
+    arrival order among equals.
+
+    Asking for a slot (`ask`) is synchronous, so a caller can queue several requests at once
+    before any of them is served; `hold` then waits for the ticket's turn and gives the slot
+    back at the end. A ticket whose holder is cancelled passes its slot on.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        if capacity < 1:
+            raise ValueError("capacity must be at least 1")
+        self._free = capacity
+        self._waiting: list[_Ticket] = []
+        self._seq = itertools.count()
+
+    def ask(self, priority: tuple[int, ...]) -> _Ticket:
+        ticket = _Ticket(priority, next(self._seq), anyio.Event())
+        if self._free and not self._waiting:
+            self._free -= 1
+            self._grant(ticket)
+        else:
+            heapq.heappush(self._waiting, ticket)
+        return ticket
+
+    @contextlib.asynccontextmanager
+    async def hold(self, ticket: _Ticket) -> AsyncIterator[None]:
+        try:
+            await ticket.event.wait()
+        except BaseException:
+            self.withdraw(ticket)
+            raise
+        try:
+            yield
+        finally:
+            ticket.done = True
+            self._release()
+
+    def withdraw(self, ticket: _Ticket) -> None:
+        """Give up a ticket that will not be held: its slot, or its place in the queue."""
+        if ticket.done:
+            return
+        ticket.done = True
+        if ticket.granted:
+            self._release()
+        else:
+            self._waiting.remove(ticket)
+            heapq.heapify(self._waiting)
+
+    def _grant(self, ticket: _Ticket) -> None:
+        ticket.granted = True
+        ticket.event.set()
+
+    def _release(self) -> None:
+        if self._waiting:
+            self._grant(heapq.heappop(self._waiting))
+        else:
+            self._free += 1
+
+
+@dataclass(frozen=True)
+class Chunking:
+    """How to chunk a document once it is parsed (see engine.chunker.chunk_document)."""
+
+    content_hash: str
+    source: str
+    parser_version: str
+    target_tokens: int
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A document as a worker returns it: its blocks, and the build's per-document work
+    (None if preparing failed; the build then prepares it and reports what is wrong)."""
+
+    record: DocumentRecord
+    prepared: PreparedDocument | None
+
+
+# -- run in the worker processes ----------------------------------------------------------------
+
+
+def _finish(parsed: ParsedDocument, chunking: Chunking) -> Finished:
+    """Chunk and prepare; raises only ChunkError (a chunker bug fails this document alone)."""
+    try:
+        record = chunk_document(
+            parsed,
+            content_hash=chunking.content_hash,
+            source=chunking.source,
+            source_label=chunking.source,
+            parser_version=chunking.parser_version,
+            target_tokens=chunking.target_tokens,
+            counter=TokenCounter(),
+        )
+    except ChunkError:
+        raise
+    except Exception as exc:
+        raise ChunkError("chunk_error", f"splitting into blocks failed: {exc}") from exc
+    try:
+        prepared: PreparedDocument | None = prepare_document(record)
+    except Exception:
+        prepared = None
+    return Finished(record=record, prepared=prepared)
+
+
+def _plan(path: Path, limits: ParseLimits) -> PdfPlan | None:
+    preload()  # this worker will chunk: its tokenizer loads while it reads pages
+    return plan_parallel_parse(path, limits)
+
+
+def _parse_whole(path: Path, limits: ParseLimits, chunking: Chunking) -> Finished:
+    return _finish(parse_file(path, limits), chunking)
+
+
+def _assemble(
+    path: Path, limits: ParseLimits, plan: PdfPlan, parts: list[PdfPart], chunking: Chunking
+) -> Finished:
+    return _finish(assemble_pdf(path, limits, plan, parts), chunking)
+
+
+def _warm(hold_s: float) -> None:
+    """Load what the work needs (importing this module loaded the parsers), then keep the
+    process a moment so that warm-up calls made together land in different processes."""
+    TokenCounter().count("warm")
+    time.sleep(hold_s)
+
+
+# -- in the app's process -----------------------------------------------------------------------
+
+
+class ParsePool:
+    """The document work of one import run, admitted to the worker processes in priority order
+    (rank: the order in which the importer started its documents, 0 first)."""
+
+    def __init__(self, processes: int | None = None) -> None:
+        self._slots = PrioritySlots(processes or worker_processes())
+
+    async def _in_worker(self, ticket: _Ticket, func: Callable[..., T], *args: object) -> T:
+        async with self._slots.hold(ticket):
+            return await anyio.to_process.run_sync(func, *args, cancellable=True)
+
+    async def document(
+        self, path: Path, limits: ParseLimits, rank: int, chunking: Chunking
+    ) -> Finished:
+        """The document at `path` parsed, chunked and prepared; a long PDF read as page ranges
+        in parallel workers, then assembled into the very document one pass gives
+        (engine.parsing.pdf). Raises ParseError, ChunkError or anyio.BrokenWorkerProcess."""
+        # The plan's slot is given back only once this document's work is queued, so it goes
+        # to the most urgent work then waiting, which may be this document's own.
+        async with self._slots.hold(self._slots.ask((_PLAN, 0, rank, 0))):
+            plan = await anyio.to_process.run_sync(_plan, path, limits, cancellable=True)
+            if plan is None:
+                whole = self._slots.ask((_WORK, 0, rank, 0))
+            else:
+                longest_first = -plan.page_count
+                tickets = [
+                    self._slots.ask((_WORK, longest_first, rank, start)) for start, _ in plan.ranges
+                ]
+        if plan is None:
+            return await self._in_worker(whole, _parse_whole, path, limits, chunking)
+        parts: list[PdfPart] = []
+        failures: list[Exception] = []  # the first failing range decides, as one pass would
+
+        async def extract(ticket: _Ticket, start: int, end: int) -> None:
+            try:
+                part = await self._in_worker(ticket, parse_pdf_pages, path, start, end)
+                parts.append(part)
+            except Exception as exc:  # ParseError, BrokenWorkerProcess: raised below, ungrouped
+                failures.append(exc)
+                tg.cancel_scope.cancel()
+
+        try:
+            async with anyio.create_task_group() as tg:
+                for ticket, (start, end) in zip(tickets, plan.ranges, strict=True):
+                    tg.start_soon(extract, ticket, start, end)
+        finally:
+            for ticket in tickets:  # any not held to the end (cancelled before their turn)
+                self._slots.withdraw(ticket)
+        if failures:
+            raise failures[0]
+        finish = self._slots.ask((_FINISH, -plan.page_count, rank, 0))
+        return await self._in_worker(finish, _assemble, path, limits, plan, parts, chunking)
+
+
+async def warm_parse_workers(processes: int | None = None, hold_s: float = 0.2) -> None:
+    """Start the worker processes (parsers and tokenizer loaded) before the first import
+    needs them; anyio keeps them for later calls. Best effort: a worker that cannot start now
+    is started again by the import that needs it."""
+    with contextlib.suppress(Exception):
+        async with anyio.create_task_group() as tg:
+            for _ in range(processes or worker_processes()):
+                tg.start_soon(anyio.to_process.run_sync, _warm, hold_s)

@@ -1,0 +1,165 @@
+"""The parse pool: admission in priority order, slots never leaked, documents as one pass."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+
+import anyio
+import msgspec
+import pytest
+
+from actors.ingest import file_sha256, format_of
+from actors.parse_pool import Chunking, Finished, ParsePool, PrioritySlots
+from engine.chunker import ChunkError, chunk_document
+from engine.config import parse_config
+from engine.parsing import PARSER_VERSIONS, ParseError, ParseLimits, parse_file
+from engine.tokens import TokenCounter
+from tests.corpus import DOCS
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(params=["trio", "asyncio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+async def test_waiters_are_admitted_lowest_priority_first_then_in_arrival_order() -> None:
+    slots = PrioritySlots(1)
+    admitted: list[str] = []
+    gate = anyio.Event()
+
+    async def job(name: str, priority: tuple[int, ...]) -> None:
+        async with slots.hold(slots.ask(priority)):
+            admitted.append(name)
+            await gate.wait()
+
+    async with anyio.create_task_group() as tg:
+        queue = [("first", (5,)), ("late-low", (9,)), ("urgent", (1,)), ("mid-a", (3,))]
+        for name, priority in [*queue, ("mid-b", (3,))]:
+            tg.start_soon(job, name, priority)
+            await anyio.wait_all_tasks_blocked()
+        gate.set()
+    assert admitted == ["first", "urgent", "mid-a", "mid-b", "late-low"]
+
+
+async def test_no_more_holders_than_capacity() -> None:
+    slots = PrioritySlots(2)
+    running = most = 0
+
+    async def job() -> None:
+        nonlocal running, most
+        async with slots.hold(slots.ask((0,))):
+            running += 1
+            most = max(most, running)
+            await anyio.sleep(0.01)
+            running -= 1
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(7):
+            tg.start_soon(job)
+    assert most == 2 and running == 0
+
+
+async def test_a_cancelled_waiter_gives_up_its_place_and_a_granted_one_passes_its_slot_on() -> None:
+    slots = PrioritySlots(1)
+    holder = slots.ask((0,))
+    queued = slots.ask((1,))
+    after = slots.ask((2,))
+    slots.withdraw(queued)  # gave up before its turn: not served, not counted
+    slots.withdraw(holder)  # granted, never held: the slot goes to the next in line
+    with anyio.fail_after(5):
+        async with slots.hold(after):
+            pass
+    # nothing leaked: the one slot is free again, twice over
+    for _ in range(2):
+        with anyio.fail_after(5):
+            async with slots.hold(slots.ask((0,))):
+                pass
+
+
+async def test_cancelling_a_holder_mid_wait_leaves_the_slots_whole() -> None:
+    slots = PrioritySlots(1)
+    release = anyio.Event()
+    async with anyio.create_task_group() as tg:
+
+        async def hold_until_released() -> None:
+            async with slots.hold(slots.ask((0,))):
+                await release.wait()
+
+        tg.start_soon(hold_until_released)
+        await anyio.wait_all_tasks_blocked()
+        with anyio.move_on_after(0.05):  # waits for the busy slot, then is cancelled
+            async with slots.hold(slots.ask((1,))):
+                pytest.fail("admitted while the only slot was held")
+        release.set()
+    with anyio.fail_after(5):
+        async with slots.hold(slots.ask((0,))):
+            pass
+
+
+def _chunking(path: Path) -> Chunking:
+    return Chunking(
+        content_hash=file_sha256(path),
+        source=path.name,
+        parser_version=PARSER_VERSIONS[format_of(path)],
+        target_tokens=parse_config({}, {}).ingest.block_target_tokens,
+    )
+
+
+async def test_workers_return_documents_chunked_and_prepared_as_in_one_process(
+    tmp_path: Path,
+) -> None:
+    pool = ParsePool(processes=2)
+    limits = ParseLimits()
+    pdf = DOCS / "lshort-zh-cn.pdf"  # long enough to be read as page ranges
+    text = DOCS / "debian-reference.zh-cn.txt"
+    results: dict[str, Finished] = {}
+
+    async def finish(path: Path, rank: int) -> None:
+        results[path.name] = await pool.document(path, limits, rank, _chunking(path))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(finish, pdf, 0)
+        tg.start_soon(finish, text, 1)
+    for path in (pdf, text):
+        c = _chunking(path)
+        expected = chunk_document(
+            parse_file(path, limits),
+            content_hash=c.content_hash,
+            source=c.source,
+            source_label=c.source,
+            parser_version=c.parser_version,
+            target_tokens=c.target_tokens,
+            counter=TokenCounter(),
+        )
+        got = results[path.name]
+        assert msgspec.json.encode(got.record) == msgspec.json.encode(expected)
+        assert got.prepared is not None
+        got.prepared.check(got.record)  # the preparation is of this very record
+
+
+async def test_a_failing_document_fails_with_its_reason_and_the_pool_goes_on(
+    tmp_path: Path,
+) -> None:
+    pool = ParsePool(processes=2)
+    limits = ParseLimits()
+    pdf = DOCS / "lshort-zh-cn.pdf"
+    broken = tmp_path / "broken.pdf"
+    broken.write_bytes(pdf.read_bytes()[:200_000])
+    with pytest.raises(ParseError):
+        await pool.document(broken, limits, 0, _chunking(broken))
+    # a failure while chunking (here: settings the chunker refuses) is this document's alone
+    notes = DOCS / "debian-reference.zh-cn.txt"
+    with pytest.raises(ChunkError) as info:
+        await pool.document(
+            notes, limits, 1, dataclasses.replace(_chunking(notes), target_tokens=0)
+        )
+    assert info.value.reason == "chunk_error"
+    assert "target_tokens must be positive" in info.value.message
+    copy = tmp_path / "again.pdf"
+    shutil.copy2(pdf, copy)
+    with anyio.fail_after(120):
+        assert (await pool.document(copy, limits, 2, _chunking(copy))).record.pages == 139
