@@ -28,6 +28,7 @@ from actors.document_edit import EditResult
 from actors.ingest import ImportProgress, ImportResult, PauseGate
 from actors.journal import Journal
 from actors.origins import Origins
+from actors.parse_pool import warm_parse_workers
 from actors.source_view import SOURCE_RADIUS, SourceBlock, SourceReader, SourceView
 from actors.spending import SpendingCapReached, SpendingTotals, spending_for
 from actors.tracing import (
@@ -126,6 +127,10 @@ __all__ = [  # what web/ may use: the service, its views and the request events 
 ]
 
 _UPLOAD_NAME = re.compile(r"[^\w.\- ()\[\]]+")
+
+# Parse workers start this long after launch: late enough not to slow the first page down,
+# early enough to be up before a person has picked files to import.
+PARSE_WARM_DELAY_S = 3.0
 
 # Errors a person can act on; anything else is a bug and is shown as such.
 USER_ERRORS = (AppError, CatalogError, ConfigError, InvalidCollectionName, WriterBusy)
@@ -324,6 +329,12 @@ class UiService:
     async def start(self) -> None:
         """Warm what the first request would wait for (the tokenizer loads in ~0.3 s)."""
         await anyio.to_thread.run_sync(self.app.counter)
+
+    async def warm_parse_workers(self, after_s: float = PARSE_WARM_DELAY_S) -> None:
+        """Start the parse worker processes once the first page is up, so that the first
+        import does not wait for them (run it in the background after `start`)."""
+        await anyio.sleep(after_s)
+        await warm_parse_workers()
 
     async def aclose(self) -> None:
         job = self.current_import

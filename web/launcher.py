@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 
 import anyio.to_thread
-from nicegui import app, core, ui
+from nicegui import app, background_tasks, core, ui
 
 from actors.ui_service import UiService
 from web.pages import register
@@ -69,6 +69,7 @@ def serve(
     async def on_startup() -> None:
         if service is not None:
             await service.start()
+            background_tasks.create(service.warm_parse_workers(), name="citewise-warm-parsers")
         say(f"Citewise is ready ({time.monotonic() - began:.1f} s after start).")
 
     app.on_startup(on_startup)

@@ -222,6 +222,27 @@ def _session_processes(sid: int) -> list[str]:
     return alive
 
 
+def _parse_workers(sid: int, timeout_s: float, count: int) -> list[int]:
+    """Parse worker processes (anyio's, `-m anyio.to_process`) of this session, waited for
+    until there are `count` of them."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = []
+        for entry in Path("/proc").iterdir():
+            try:
+                if not entry.name.isdigit() or int(entry.name) == sid:
+                    continue
+                session = int((entry / "stat").read_text().rpartition(")")[2].split()[3])
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+            except (OSError, ValueError, IndexError):
+                continue
+            if session == sid and b"anyio.to_process" in argv:
+                found.append(int(entry.name))
+        if len(found) >= count or time.monotonic() > deadline:
+            return found
+        time.sleep(0.2)
+
+
 def _wait_until_gone(sid: int, timeout_s: float) -> list[str]:
     deadline = time.monotonic() + timeout_s
     while (left := _session_processes(sid)) and time.monotonic() < deadline:
@@ -347,6 +368,9 @@ def test_without_a_native_backend_serve_says_so_and_serves_the_browser_ui(
         assert serving.said(f"The native window cannot open: {reason}")
         assert serving.said("Serving the browser UI instead")
         _page_through_loopback(serving)
+        # the parse workers start soon after launch, so the first import does not wait
+        cores = os.cpu_count() or 1
+        assert len(_parse_workers(serving.process.pid, 60, cores)) == cores
         serving.process.terminate()
         serving.process.wait(timeout=30)
         assert _wait_until_gone(serving.process.pid, 10) == []
