@@ -223,11 +223,19 @@ class ParsePool:
             return await self._in_worker(whole, _parse_whole, path, limits, chunking)
         parts: list[PdfPart] = []
         failures: list[Exception] = []  # the first failing range decides, as one pass would
+        finish: _Ticket | None = None
 
         async def extract(ticket: _Ticket, start: int, end: int) -> None:
+            nonlocal finish
             try:
-                part = await self._in_worker(ticket, parse_pdf_pages, path, start, end)
-                parts.append(part)
+                async with self._slots.hold(ticket):
+                    part = await anyio.to_process.run_sync(
+                        parse_pdf_pages, path, start, end, cancellable=True
+                    )
+                    parts.append(part)
+                    if len(parts) == len(plan.ranges):
+                        # asked before this slot is given back: finishing is served next
+                        finish = self._slots.ask((_FINISH, -plan.page_count, rank, 0))
             except Exception as exc:  # ParseError, BrokenWorkerProcess: raised below, ungrouped
                 failures.append(exc)
                 tg.cancel_scope.cancel()
@@ -236,13 +244,13 @@ class ParsePool:
             async with anyio.create_task_group() as tg:
                 for ticket, (start, end) in zip(tickets, plan.ranges, strict=True):
                     tg.start_soon(extract, ticket, start, end)
-        finally:
-            for ticket in tickets:  # any not held to the end (cancelled before their turn)
+            if failures:
+                raise failures[0]
+            assert finish is not None
+            return await self._in_worker(finish, _assemble, path, limits, plan, parts, chunking)
+        finally:  # give back any ticket not held to the end (cancelled before its turn)
+            for ticket in [*tickets, *([finish] if finish is not None else [])]:
                 self._slots.withdraw(ticket)
-        if failures:
-            raise failures[0]
-        finish = self._slots.ask((_FINISH, -plan.page_count, rank, 0))
-        return await self._in_worker(finish, _assemble, path, limits, plan, parts, chunking)
 
 
 async def warm_parse_workers(processes: int | None = None, hold_s: float = 0.2) -> None:

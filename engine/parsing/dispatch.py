@@ -32,7 +32,7 @@ FORMAT_BY_SUFFIX: dict[str, str] = {
 }
 SUPPORTED_SUFFIXES: frozenset[str] = frozenset(FORMAT_BY_SUFFIX)
 PARSER_VERSIONS: dict[str, str] = {
-    "pdf": "pdf-1",
+    "pdf": "pdf-2",
     "epub": "epub-1",
     "docx": "docx-1",
     "html": "html-1",

@@ -544,20 +544,25 @@ def test_only_long_healthy_pdfs_are_planned_for_parallel_parsing(tmp_path: Path)
     assert plan_parallel_parse(DOCS / "debian-reference.en.pdf", tiny) is None
 
 
-def test_extracting_pdf_pages_leaves_garbage_collection_as_it_was() -> None:
+def test_extracting_pdf_pages_leaves_process_settings_as_they_were() -> None:
+    """Garbage collection and pymupdf's glyph-box setting are changed only while pages are
+    read (the app renders PDF pages in its own process with pymupdf's defaults)."""
     path = DOCS / "lshort-zh-cn.pdf"  # 139 pages
-    assert gc.isenabled()
+    tools = pymupdf.TOOLS
+    assert gc.isenabled() and not tools.unset_quad_corrections()
     assert parse_pdf_pages(path, 0, 2).pages[1]
-    assert gc.isenabled()
+    assert gc.isenabled() and not tools.unset_quad_corrections()
     with pytest.raises(ParseError):
         parse_pdf_pages(path, 137, 141)  # fails past the last page, mid-extraction
-    assert gc.isenabled()
+    assert gc.isenabled() and not tools.unset_quad_corrections()
     gc.disable()
+    tools.unset_quad_corrections(True)
     try:
         parse_pdf_pages(path, 0, 2)
-        assert not gc.isenabled()
+        assert not gc.isenabled() and tools.unset_quad_corrections()
     finally:
         gc.enable()
+        tools.unset_quad_corrections(False)
 
 
 def test_ranges_read_from_a_changed_pdf_are_refused(tmp_path: Path) -> None:
