@@ -24,6 +24,7 @@ import anyio.to_process
 import anyio.to_thread
 
 from engine.chunker import ChunkError, chunk_document
+from engine.gc_pause import gc_paused
 from engine.parsing import (
     ParsedDocument,
     ParseLimits,
@@ -172,13 +173,15 @@ def _plan(path: Path, limits: ParseLimits) -> PdfPlan | None:
 
 
 def _parse_whole(path: Path, limits: ParseLimits, chunking: Chunking) -> Finished:
-    return _finish(parse_file(path, limits), chunking)
+    with gc_paused():
+        return _finish(parse_file(path, limits), chunking)
 
 
 def _assemble(
     path: Path, limits: ParseLimits, plan: PdfPlan, parts: list[PdfPart], chunking: Chunking
 ) -> Finished:
-    return _finish(assemble_pdf(path, limits, plan, parts), chunking)
+    with gc_paused():
+        return _finish(assemble_pdf(path, limits, plan, parts), chunking)
 
 
 def _warm(hold_s: float) -> None:

@@ -8,7 +8,6 @@ character pymupdf reports for body text: it joins lines but never rewrites words
 from __future__ import annotations
 
 import contextlib
-import gc
 import operator
 import re
 import statistics
@@ -23,6 +22,7 @@ from typing import Any
 import msgspec
 import pymupdf
 
+from engine.gc_pause import gc_paused
 from engine.parsing.lang import detect_lang
 from engine.parsing.limits import ParseLimits
 from engine.parsing.lines import clean_text, glue, join_lines, short_title
@@ -144,20 +144,15 @@ def _extracting() -> Iterator[None]:
       extraction's cost, and lines of every font get boxes on one scale (a CJK font's tall
       metrics no longer make adjacent lines overlap). Process-wide in pymupdf: parsing runs
       in worker processes, never beside the app's own PDF rendering.
-    - Cyclic garbage collection off: pymupdf builds a dict for every span, and the
-      collections they trigger, each over every object the process holds, cost ~5-10% of
-      extraction. The rows hold no cycles.
+    - Cyclic garbage collection off (pymupdf builds a dict for every span).
     """
-    was_enabled = gc.isenabled()
     was_skipping = bool(_mupdf.TOOLS.unset_quad_corrections())
-    gc.disable()
     _mupdf.TOOLS.unset_quad_corrections(True)
     try:
-        yield
+        with gc_paused():
+            yield
     finally:
         _mupdf.TOOLS.unset_quad_corrections(was_skipping)
-        if was_enabled:
-            gc.enable()
 
 
 def _page_rows(page: Any) -> list[_RowTuple]:
