@@ -177,7 +177,7 @@ async def test_two_concurrent_requests_each_read_the_snapshot_they_pinned(
             more.mkdir()
             (more / "loop.md").write_text(LOOP, encoding="utf-8")
             imported = await app.import_paths([more])  # a new snapshot becomes active meanwhile
-            assert imported.status == "ready"
+            assert imported.status == "ready", imported.failed_documents
             results["second"] = await _ask(app, chat, "second")
             assert "first" not in results  # still held: it has not listed anything yet
             held.set()
