@@ -520,7 +520,7 @@ class Ingest:
                 batch.ok[item.target.source] = item
                 if item.prepared is not None:
                     batch.prepared[item.target.source] = item.prepared
-                elif not item.reused:  # a cached record; a reused one is carried from the parent
+                elif not item.reused:  # from the document cache; reused ones are carried over
                     batch.prepared[item.target.source] = await anyio.to_thread.run_sync(
                         prepare_document, item.record
                     )

@@ -134,18 +134,17 @@ class Chunking:
 
 @dataclass(frozen=True)
 class Finished:
-    """A document as a worker returns it: its blocks, and the build's per-document work
-    (None if preparing failed; the build then prepares it and reports what is wrong)."""
+    """A document as a worker returns it: its blocks, and the build's per-document work."""
 
     record: DocumentRecord
-    prepared: PreparedDocument | None
+    prepared: PreparedDocument
 
 
 # -- run in the worker processes ----------------------------------------------------------------
 
 
 def _finish(parsed: ParsedDocument, chunking: Chunking) -> Finished:
-    """Chunk and prepare; raises only ChunkError (a chunker bug fails this document alone)."""
+    """Chunk and prepare; raises only ChunkError (a bug in either fails this document alone)."""
     try:
         record = chunk_document(
             parsed,
@@ -156,15 +155,11 @@ def _finish(parsed: ParsedDocument, chunking: Chunking) -> Finished:
             target_tokens=chunking.target_tokens,
             counter=TokenCounter(),
         )
+        return Finished(record=record, prepared=prepare_document(record))
     except ChunkError:
         raise
     except Exception as exc:
         raise ChunkError("chunk_error", f"splitting into blocks failed: {exc}") from exc
-    try:
-        prepared: PreparedDocument | None = prepare_document(record)
-    except Exception:
-        prepared = None
-    return Finished(record=record, prepared=prepared)
 
 
 def _plan(path: Path, limits: ParseLimits) -> PdfPlan | None:
