@@ -228,16 +228,14 @@ def _parse_workers(sid: int, timeout_s: float, count: int) -> list[int]:
     deadline = time.monotonic() + timeout_s
     while True:
         found = []
-        for entry in Path("/proc").iterdir():
+        for line in _session_processes(sid):
+            pid = int(line.split()[0])
             try:
-                if not entry.name.isdigit() or int(entry.name) == sid:
-                    continue
-                session = int((entry / "stat").read_text().rpartition(")")[2].split()[3])
-                argv = (entry / "cmdline").read_bytes().split(b"\0")
-            except (OSError, ValueError, IndexError):
+                argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            except OSError:
                 continue
-            if session == sid and b"anyio.to_process" in argv:
-                found.append(int(entry.name))
+            if b"anyio.to_process" in argv:
+                found.append(pid)
         if len(found) >= count or time.monotonic() > deadline:
             return found
         time.sleep(0.2)
