@@ -132,8 +132,14 @@ def byte_level(text: str) -> str:
     return text.encode("utf-8").decode("latin-1").translate(_BYTE_LEVEL)
 
 
+# Pre-tokens whose counts a counter remembers across calls: as many words as the tokenizer's
+# own BPE cache keeps (tokenizers' DEFAULT_CACHE_CAPACITY), the first ones seen, for good.
+MEMO_SIZE = 10_000
+
+
 class PreTokenCounter:
-    """Exact token counts of many texts, each distinct pre-token's BPE run once.
+    """Exact token counts of many texts, each distinct pre-token's BPE run once (and the
+    first MEMO_SIZE distinct ones remembered across calls, as the tokenizer's own cache does).
 
     `bpe_count(byte_level_text)` counts one pre-token with the tokenizer's model;
     `encode_counts(texts)` counts whole texts with the tokenizer (for what this cannot);
@@ -155,6 +161,7 @@ class PreTokenCounter:
         known = [t for t in added if not self._outside.search(t)]
         self._added = re.compile("|".join(map(re.escape, known))) if known else None
         self._added_first = {t[0] for t in known}
+        self._memo: dict[str, int] = {}
 
     def _fits(self, text: str) -> bool:
         """Whether `text` is all alphabet and free of added tokens."""
@@ -165,7 +172,7 @@ class PreTokenCounter:
         return self._added.search(text) is None
 
     def count_many(self, texts: list[str]) -> list[int]:
-        of_pre_token = _PreTokenCounts(self._bpe_count).__getitem__
+        of_pre_token = _PreTokenCounts(self._memo, self._bpe_count).__getitem__
         findall = self._pre_token.findall
         counts = [0] * len(texts)
         mixed: list[tuple[int, list[str]]] = []  # texts cut into segments
@@ -191,12 +198,19 @@ class PreTokenCounter:
 
 
 class _PreTokenCounts(dict[str, int]):
-    """Pre-token -> BPE token count, each counted on first look-up."""
+    """Pre-token -> BPE token count for one call: from the counter's memo, or else counted
+    (and remembered in the memo while it has room)."""
 
-    def __init__(self, bpe_count: Callable[[str], int]) -> None:
+    def __init__(self, memo: dict[str, int], bpe_count: Callable[[str], int]) -> None:
         super().__init__()
+        self._memo = memo
         self._bpe_count = bpe_count
 
     def __missing__(self, pre_token: str) -> int:
-        n = self[pre_token] = self._bpe_count(byte_level(pre_token))
+        n = self._memo.get(pre_token)
+        if n is None:
+            n = self._bpe_count(byte_level(pre_token))
+            if len(self._memo) < MEMO_SIZE:
+                self._memo[pre_token] = n
+        self[pre_token] = n
         return n

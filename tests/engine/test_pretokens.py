@@ -11,6 +11,7 @@ import tokenizers
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import engine.pretokens as pretokens
 import engine.tokens as tokens_module
 from engine.parsing import parse_file
 from engine.pretokens import SEGMENT_BOUNDARY, PreTokenCounter, byte_level, last_boundary
@@ -135,3 +136,23 @@ def test_each_distinct_pre_token_goes_to_the_model_once() -> None:
     texts = ["the cat and the dog", "the dog and the cat"]
     assert counter.count_many(texts) == tokenizer_counts(texts)
     assert sorted(seen) == sorted(["the", "Ġcat", "Ġand", "Ġthe", "Ġdog"])  # as BPE sees them
+
+
+def test_counts_are_remembered_across_calls_up_to_the_memo_size(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(pretokens, "MEMO_SIZE", 3)
+    seen: list[str] = []
+    model = tokens_module._load().tokenizer.model
+
+    def bpe_count(text: str) -> int:
+        seen.append(text)
+        return len(model.tokenize(text))
+
+    counter = PreTokenCounter(bpe_count, tokenizer_counts, added_tokens=[])
+    texts = ["the cat and the dog", "the dog and the cat"]
+    assert counter.count_many(texts) == tokenizer_counts(texts)
+    assert len(seen) == 5
+    assert counter.count_many(texts) == tokenizer_counts(texts)
+    assert sorted(seen[5:]) == ["Ġdog", "Ġthe"]  # memo: "the", " cat", " and"
+    assert len(counter._memo) == 3
