@@ -10,6 +10,7 @@ serialized by pyroaring itself. Never use it for a format pyroaring could not re
 from __future__ import annotations
 
 import array
+import itertools
 
 import numpy as np
 import numpy.typing as npt
@@ -23,6 +24,12 @@ _ARRAY_HEADER = 16  # cookie, container count, key, cardinality - 1, one offset
 _RUN_HEADER = 9  # cookie (with count - 1), run-flag byte, key, cardinality - 1 (no offsets)
 
 
+# Values serialized per pass: the passes' temporaries (a dozen arrays of this length) stay
+# small enough to be reused from one pass to the next instead of paging in fresh memory, which
+# for millions of postings cost more than the work itself.
+_PASS_VALUES = 1 << 18
+
+
 def serialize_many(
     values: npt.NDArray[np.uint32], offsets: npt.NDArray[np.integer]
 ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
@@ -32,9 +39,33 @@ def serialize_many(
     values = np.asarray(values, dtype=np.uint32)
     bounds = np.asarray(offsets, dtype=np.int64)
     n_sets = len(bounds) - 1
-    n = len(values)
-    if n_sets < 0 or (n_sets >= 0 and (bounds[0] != 0 or bounds[-1] != n)):
+    if n_sets < 0 or (n_sets >= 0 and (bounds[0] != 0 or bounds[-1] != len(values))):
         raise ValueError("offsets must start at 0 and end at len(values)")
+    # Consecutive sets in passes of about _PASS_VALUES values (a larger set is a pass alone).
+    cuts = [0]
+    while cuts[-1] < n_sets:
+        at = cuts[-1]
+        limit = int(bounds[at]) + _PASS_VALUES
+        cuts.append(max(at + 1, int(np.searchsorted(bounds, limit, side="right")) - 1))
+    buffers: list[npt.NDArray[np.uint8]] = []
+    out_offsets = [np.zeros(1, dtype=np.int64)]
+    size = 0
+    for lo, hi in itertools.pairwise(cuts):
+        first = int(bounds[lo])
+        buf, part = _serialize_pass(values[first : int(bounds[hi])], bounds[lo : hi + 1] - first)
+        buffers.append(buf)
+        out_offsets.append(part[1:] + size)
+        size += len(buf)
+    joined = np.concatenate(buffers) if buffers else np.zeros(0, dtype=np.uint8)
+    return joined, np.concatenate(out_offsets)
+
+
+def _serialize_pass(
+    values: npt.NDArray[np.uint32], bounds: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+    """`serialize_many` of sets whose bounds start at 0 and end at len(values)."""
+    n_sets = len(bounds) - 1
+    n = len(values)
     counts = np.diff(bounds)
     owner = np.repeat(np.arange(n_sets, dtype=np.int64), counts)
     high = (values >> np.uint32(16)).astype(np.int64)

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyroaring import BitMap
 
+from index import roaring
 from index.roaring import serialize_many
 
 
@@ -85,3 +86,15 @@ def test_any_sets_serialize_like_pyroaring(sets: list[list[int]]) -> None:
 def test_offsets_must_cover_the_values() -> None:
     with pytest.raises(ValueError):
         serialize_many(np.arange(3, dtype=np.uint32), np.array([0, 2]))
+
+
+@pytest.mark.parametrize("pass_values", [1, 3, 50, 5_000])
+def test_sets_serialize_the_same_in_passes_of_any_size(
+    monkeypatch: pytest.MonkeyPatch, pass_values: int
+) -> None:
+    monkeypatch.setattr(roaring, "_PASS_VALUES", pass_values)
+    rng = np.random.default_rng(pass_values)
+    random_sets = [
+        sorted(set(rng.integers(0, 100_000, int(rng.integers(0, 60))).tolist())) for _ in range(300)
+    ]
+    assert_same_as_pyroaring(EDGE_SETS + random_sets + [[], [5], []])
