@@ -24,7 +24,7 @@ import numpy.typing as npt
 from pyroaring import BitMap
 
 from index.fsutil import Mapped, write_new_file
-from index.roaring import serialize_many
+from index.roaring import deserialize_many, serialize_many
 
 TERMS = "bm25.terms"
 DICT = "bm25.dict"
@@ -414,16 +414,13 @@ class Bm25Index:
     ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.uint32], npt.NDArray[np.unsignedinteger]]:
         """Every posting as (term id, block ordinal, term frequency), sorted by term id, then
         ordinal: the whole index decoded, for carrying it into a new one."""
-        offsets = self._rows[:, 1].tolist()
         n_terms = self.stats.n_terms
-        parts = [self._ordinals(offsets[t], offsets[t + 1]) for t in range(n_terms)]
-        ordinals = np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint32)
+        ordinals, counts = deserialize_many(self._postings, self._rows[: n_terms + 1, 1])
         ends = self._rows[:, 2].astype(np.intp)
         df = ends[1:] - ends[:-1]
-        term_ids = np.repeat(np.arange(n_terms, dtype=np.intp), df)
-        if len(ordinals) != len(term_ids) or len(term_ids) != len(self._tf):
+        if not np.array_equal(counts, df) or len(ordinals) != len(self._tf):
             raise ValueError(f"{POSTINGS} and {TF} disagree on the number of postings")
-        return term_ids, ordinals, self._tf
+        return np.repeat(np.arange(n_terms, dtype=np.intp), df), ordinals, self._tf
 
     def terms(self, ids: npt.NDArray[np.integer]) -> list[str]:
         """The terms with the given ids."""

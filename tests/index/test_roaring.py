@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from pyroaring import BitMap
 
 from index import roaring
-from index.roaring import serialize_many
+from index.roaring import deserialize_many, serialize_many
 
 
 def pyroaring_bytes(values: list[int]) -> bytes:
@@ -98,3 +98,33 @@ def test_sets_serialize_the_same_in_passes_of_any_size(
         sorted(set(rng.integers(0, 100_000, int(rng.integers(0, 60))).tolist())) for _ in range(300)
     ]
     assert_same_as_pyroaring(EDGE_SETS + random_sets + [[], [5], []])
+
+
+def test_deserialize_many_reads_what_either_writer_wrote(monkeypatch: pytest.MonkeyPatch) -> None:
+    sets = [*EDGE_SETS, runs(3, 4, 2, start=65530), [1, 3, 5], list(range(10, 40))]
+    values = np.asarray([v for s in sets for v in s], dtype=np.uint32)
+    counts = [len(s) for s in sets]
+    ours, ours_at = serialize_many(values, np.cumsum([0, *counts]))
+    theirs = [pyroaring_bytes(s) for s in sets]  # bitsets and several containers too
+    theirs_at = np.cumsum([0] + [len(b) for b in theirs])
+    for data, at in ((ours.tobytes(), ours_at), (b"".join(theirs), theirs_at)):
+        for pass_values in (1, 7, 1 << 18):
+            monkeypatch.setattr(roaring, "_PASS_VALUES", pass_values)
+            got, got_counts = deserialize_many(data, at)
+            assert got.tolist() == values.tolist()
+            assert got_counts.tolist() == counts
+
+
+@settings(max_examples=200, deadline=None)
+@given(sets=_SETS)
+def test_any_sets_read_back_as_written(sets: list[list[int]]) -> None:
+    values = np.asarray([v for s in sets for v in s], dtype=np.uint32)
+    counts = [len(s) for s in sets]
+    data, at = serialize_many(values, np.cumsum([0, *counts]))
+    got, got_counts = deserialize_many(data.tobytes(), at)
+    assert got.tolist() == values.tolist() and got_counts.tolist() == counts
+
+
+def test_deserialize_many_refuses_offsets_outside_the_data() -> None:
+    with pytest.raises(ValueError):
+        deserialize_many(b"\x00" * 8, np.array([0, 16]))
