@@ -50,7 +50,8 @@ _BLOCKS = (
     (0xFF01, 0xFF65),  # fullwidth punctuation and letters
 )
 
-_CJK = "\u3040-\u30ff\u4e00-\u9fa5"  # the pre-tokenizer's second split, as ranges
+# The pre-tokenizer's second split, as re set ranges (CJK ideographs, hiragana, katakana).
+CJK_RUN_RANGES = "\u3040-\u30ff\u4e00-\u9fa5"
 _ASCII_PUNCT = r"!-/:-@\[-`{-~"  # the 32 ASCII punctuation characters and symbols (P or S)
 _SPACE = r"\t-\r "  # ASCII whitespace (Unicode White_Space; not \x1c-\x1f, which Python's \s has)
 
@@ -64,7 +65,7 @@ def _classes(excluded: set[str]) -> tuple[str, str, str]:
     for lo, hi in _BLOCKS:
         for code in range(lo, hi + 1):
             ch = chr(code)
-            if ch in excluded or re.match(f"[{_CJK}]", ch):
+            if ch in excluded or re.match(f"[{CJK_RUN_RANGES}]", ch):
                 continue
             kind = unicodedata.category(ch)[0]
             {"L": letters, "M": marks, "P": punct, "S": punct}.get(kind, []).append(re.escape(ch))
@@ -81,15 +82,15 @@ def _pattern(excluded: set[str]) -> tuple[re.Pattern[str], re.Pattern[str]]:
     prefix = f"\t\x0b\x0c {marks}"
     pre_token = re.compile(
         rf"[0-9]{{1,3}}"  # split 1
-        rf"|[{_CJK}]+"  # split 2
+        rf"|[{CJK_RUN_RANGES}]+"  # split 2
         rf"|[{_ASCII_PUNCT}][A-Za-z]+"  # split 3, alternative by alternative
         rf"|[{prefix}]?[{letter}]+"
         rf"| ?[{p_or_s}]+[\r\n]*"
         rf"|[{_SPACE}]*[\r\n]+"
-        rf"|[{_SPACE}]+(?![^{_SPACE}0-9{_CJK}])"
+        rf"|[{_SPACE}]+(?![^{_SPACE}0-9{CJK_RUN_RANGES}])"
         rf"|[{_SPACE}]+"
     )
-    outside = re.compile(rf"[^{_SPACE}\x20-\x7e{_CJK}{letter}{p_or_s}]")
+    outside = re.compile(rf"[^{_SPACE}\x20-\x7e{CJK_RUN_RANGES}{letter}{p_or_s}]")
     return pre_token, outside
 
 
@@ -100,7 +101,8 @@ def _pattern(excluded: set[str]) -> tuple[re.Pattern[str], re.Pattern[str]]:
 # after a newline (every alternative that takes a newline ends at the last one). No added token
 # holds a space, newline or CJK character (engine.tokens checks), so none straddles one either.
 SEGMENT_BOUNDARY = re.compile(
-    rf"(?<=\S)(?=[ \t])|(?<=\n)(?=\S)|(?<=[{_CJK}])(?=[^{_CJK}])|(?<=[^{_CJK}])(?=[{_CJK}])"
+    rf"(?<=\S)(?=[ \t])|(?<=\n)(?=\S)"
+    rf"|(?<=[{CJK_RUN_RANGES}])(?=[^{CJK_RUN_RANGES}])|(?<=[^{CJK_RUN_RANGES}])(?=[{CJK_RUN_RANGES}])"
 )
 _TAIL = 64  # characters `last_boundary` looks at first
 

