@@ -93,14 +93,15 @@ def _extend_parent_graph(
     parent_keys = np.fromfile(parent / KEYS, dtype="<u8")
     parent_ordinals = np.fromfile(parent / ORDINALS, dtype="<u4")
     parent_matrix = np.fromfile(parent / MATRIX, dtype="<f2").reshape(-1, dim)
-    # A key kept from the parent must carry the very same vector; otherwise re-add it.
+    # A key kept from the parent must carry the very same vector (bit for bit: numpy compares
+    # float16 values slowly, their bits fast); otherwise re-add it.
     position = np.searchsorted(parent_keys, keys)
     position[position >= len(parent_keys)] = 0
     present = parent_keys[position] == keys if len(parent_keys) else np.zeros(len(keys), bool)
     same = present.copy()
     if bool(present.any()):
-        old_rows = parent_matrix[parent_ordinals[position[present]]]
-        same[present] = np.all(old_rows == halves[present], axis=1)
+        old_rows = parent_matrix[parent_ordinals[position[present]]].view(np.uint16)
+        same[present] = np.all(old_rows == halves[present].view(np.uint16), axis=1)
     kept = keys[same]
     gone = np.setdiff1d(parent_keys, kept, assume_unique=True)
     if len(gone):
