@@ -251,6 +251,16 @@ def record_from_snapshot(snap: Snapshot, doc: int) -> DocumentRecord:
     return snap.document_record(doc)
 
 
+def _carried_documents(
+    parent: Snapshot, docs: list[tuple[str, int]]
+) -> dict[str, tuple[DocumentRecord, np.ndarray]]:
+    """The record and vectors of each (source, document number) of `parent`, in one pass
+    (one thread hop for the whole collection rather than two per document)."""
+    return {
+        source: (record_from_snapshot(parent, doc), parent.doc_vectors(doc)) for source, doc in docs
+    }
+
+
 class Ingest:
     """One import run into one collection. Create, then `await run(...)`."""
 
@@ -577,13 +587,12 @@ class Ingest:
 
         documents: dict[str, tuple[DocumentRecord, np.ndarray]] = {}
         if parent is not None and self._reusable(parent):
-            for source, doc in parent_docs.items():
-                if source in removed or source in batch.failed:
-                    continue
-                if source not in batch.ok:
-                    record = await anyio.to_thread.run_sync(record_from_snapshot, parent, doc)
-                    vectors = await anyio.to_thread.run_sync(parent.doc_vectors, doc)
-                    documents[source] = (record, vectors)
+            keep = [
+                (source, doc)
+                for source, doc in parent_docs.items()
+                if source not in removed and source not in batch.failed and source not in batch.ok
+            ]
+            documents = await anyio.to_thread.run_sync(_carried_documents, parent, keep)
         carried = [r for r, _ in documents.values()]
         for source, item in batch.ok.items():
             documents[source] = (item.record, item.vectors)
