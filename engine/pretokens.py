@@ -73,8 +73,8 @@ def _classes(excluded: set[str]) -> tuple[str, str, str]:
 
 
 def _pattern(excluded: set[str]) -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """(PRE_TOKEN, OUTSIDE): the pre-token pattern, and a pattern that finds any character
-    outside the alphabet it is exact for."""
+    """The pattern that splits text of the alphabet into pre-tokens, and one that finds any
+    character outside that alphabet."""
     letters, marks, punct = _classes(excluded)
     letter = f"A-Za-z{letters}{marks}"  # \p{L}\p{M}
     p_or_s = f"{_ASCII_PUNCT}{punct}"  # \p{P}\p{S}
