@@ -189,6 +189,17 @@ def _warm(hold_s: float) -> None:
 # -- in the app's process -----------------------------------------------------------------------
 
 
+async def _in_process(func: Callable[..., T], *args: object) -> T:
+    """`func(*args)` in a worker process, tried a second time in another worker if the first
+    one breaks. An idle worker can have died since its last call (killed from outside, out of
+    memory): that must not make the next document look damaged. A file that breaks the reader
+    breaks it twice, and then anyio.BrokenWorkerProcess is raised."""
+    try:
+        return await anyio.to_process.run_sync(func, *args, cancellable=True)
+    except anyio.BrokenWorkerProcess:  # anyio has dropped that worker from its pool
+        return await anyio.to_process.run_sync(func, *args, cancellable=True)
+
+
 class ParsePool:
     """The document work of one import run, admitted to the worker processes in priority order
     (rank: the order in which the importer started its documents, 0 first)."""
@@ -198,7 +209,7 @@ class ParsePool:
 
     async def _in_worker(self, ticket: _Ticket, func: Callable[..., T], *args: object) -> T:
         async with self._slots.hold(ticket):
-            return await anyio.to_process.run_sync(func, *args, cancellable=True)
+            return await _in_process(func, *args)
 
     async def document(
         self, path: Path, limits: ParseLimits, rank: int, chunking: Chunking
@@ -209,7 +220,7 @@ class ParsePool:
         # The plan's slot is given back only once this document's work is queued, so it goes
         # to the most urgent work then waiting, which may be this document's own.
         async with self._slots.hold(self._slots.ask((_PLAN, 0, rank, 0))):
-            plan = await anyio.to_process.run_sync(_plan, path, limits, cancellable=True)
+            plan = await _in_process(_plan, path, limits)
             if plan is None:
                 whole = self._slots.ask((_WORK, 0, rank, 0))
             else:
@@ -227,9 +238,7 @@ class ParsePool:
             nonlocal finish
             try:
                 async with self._slots.hold(ticket):
-                    part = await anyio.to_process.run_sync(
-                        parse_pdf_pages, path, start, end, cancellable=True
-                    )
+                    part = await _in_process(parse_pdf_pages, path, start, end)
                     parts.append(part)
                     if len(parts) == len(plan.ranges):
                         # asked before this slot is given back: finishing is served next

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
+import signal
 from pathlib import Path
 
 import anyio
@@ -163,3 +165,40 @@ async def test_a_failing_document_fails_with_its_reason_and_the_pool_goes_on(
     shutil.copy2(pdf, copy)
     with anyio.fail_after(120):
         assert (await pool.document(copy, limits, 2, _chunking(copy))).record.pages == 139
+
+
+def _worker_pids() -> list[int]:
+    """This process's child processes (the parse workers anyio keeps), from /proc."""
+    return [
+        int(pid)
+        for task in Path("/proc/self/task").iterdir()
+        for pid in (task / "children").read_text().split()
+    ]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:  # reaped
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc (Linux)")
+async def test_a_worker_that_died_while_idle_does_not_fail_the_next_document(
+    tmp_path: Path,
+) -> None:
+    # Killed from outside between two imports (out of memory, a task manager): the next
+    # document goes to another worker instead of being reported as crashing the reader.
+    path = shutil.copy(DOCS / "nodejs-md" / "events.md", tmp_path / "events.md")
+    pool = ParsePool(processes=1)
+    limits = ParseLimits()
+    first = await pool.document(path, limits, 0, _chunking(path))
+    pids = _worker_pids()
+    assert pids, "the worker should stay up between documents"
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    with anyio.fail_after(10):
+        while any(_alive(pid) for pid in pids):
+            await anyio.sleep(0.01)
+    again = await pool.document(path, limits, 0, _chunking(path))
+    assert again.record == first.record
