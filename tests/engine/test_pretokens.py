@@ -15,7 +15,7 @@ import engine.pretokens as pretokens
 import engine.tokens as tokens_module
 from engine.parsing import parse_file
 from engine.pretokens import SEGMENT_BOUNDARY, PreTokenCounter, byte_level, last_boundary
-from engine.tokens import TokenCounter, tokenizer_file
+from engine.tokens import TokenCounter
 
 DOCS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "docs"
 COUNTER = TokenCounter()
@@ -110,18 +110,6 @@ def test_added_tokens_are_counted_by_the_tokenizer() -> None:
     texts = ["a <think> b", "x<|EOT|>y", "<｜User｜>你好", "no tokens <thinking here>"]
     assert COUNTER.count_many(texts) == tokenizer_counts(texts)
     assert COUNTER.count("<think>") == 1
-
-
-def test_a_tokenizer_with_another_pre_tokenizer_counts_without_the_fast_path(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    other = tokenizers.Tokenizer.from_file(str(tokenizer_file()))
-    other.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
-    monkeypatch.setattr(tokens_module, "_loaded", tokens_module._Loaded(other, "other"))
-    assert tokens_module._load().pre_tokens is None
-    texts = ["Hello world.", "你好，世界。", "x = 1;\ny = 2;"]
-    expected = [len(other.encode(t, add_special_tokens=False).ids) for t in texts]
-    assert TokenCounter().count_many(texts) == expected
 
 
 def test_each_distinct_pre_token_goes_to_the_model_once() -> None:

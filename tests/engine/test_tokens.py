@@ -128,15 +128,18 @@ def test_break_increments_are_exact_on_real_paragraph_pairs() -> None:
     assert len(joined) > 1000 and set(increments) != {increments[0]}  # merges did happen
 
 
-def test_break_increments_encode_whole_texts_for_an_unknown_pre_tokenizer(
+def test_an_unknown_pre_tokenizer_is_counted_by_the_tokenizer_alone(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     other = tokenizers.Tokenizer.from_file(str(tokenizer_file()))
     other.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
     monkeypatch.setattr(tokens_module, "_loaded", tokens_module._Loaded(other, "other"))
     counter = TokenCounter()
-    texts = ["end.", "foo bar:", "中文。", "x = 1;\ny = 2;"]
+    texts = ["end.", "foo bar:", "中文。", "x = 1;\ny = 2;", "Hello world.", "你好，世界。"]
     assert not tokens_module._load().known_boundaries
+    assert tokens_module._load().pre_tokens is None  # no fast path (engine.pretokens)
+    expected = [len(other.encode(t, add_special_tokens=False).ids) for t in texts]
+    assert counter.count_many(texts) == expected
     assert counter.break_increments(texts) == [
         counter.count(t + "\n\n") - counter.count(t) for t in texts
     ]
