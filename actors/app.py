@@ -28,11 +28,11 @@ from engine.embedding import (
     LocalEmbedding,
     OpenAICompatibleEmbedding,
 )
-from engine.formats import APP_STATE_FORMAT
 from engine.paths import DataDir, check_collection_name, data_home
 from engine.secrets import get_key
 from engine.tokens import TokenCounter
 from engine.tools import ToolContext, ToolOutcome, run_tool
+from engine.versions.formats import APP_STATE_FORMAT
 from engine.writer_lock import writer_active, writer_lock
 from index.fsutil import atomic_write
 from index.records import FailedDocument, SkippedFile, SnapshotManifest

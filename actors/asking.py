@@ -19,12 +19,11 @@ from actors.conversations import (
     ConversationError,
     ConversationStore,
     ConversationTurn,
-    now_utc,
 )
 from actors.harness import open_request
 from actors.spending import spending_for
-from engine.bundles import active_bundle
 from engine.chat import ChatClient, ChatError
+from engine.clock import utc_timestamp
 from engine.harness import (
     Budgets,
     Counters,
@@ -36,7 +35,8 @@ from engine.harness import (
     RequestFinished,
     ToolResult,
 )
-from engine.prompt_bundle import BundleError, PromptBundle
+from engine.prompts.bundle import BundleError, PromptBundle
+from engine.prompts.registry import active_bundle
 from engine.secrets import ENV_NAMES, get_key
 from engine.tools import TOOL_CONTRACT_VERSION, ToolContext, render_tools, run_tool
 from engine.trace.manifest import manifest_extra as trace_manifest_extra
@@ -188,7 +188,7 @@ async def ask(
         answer=finished.answer,
         termination_reason=finished.termination_reason,
         snapshot_id=finished.snapshot_id,
-        created_at=now_utc(),
+        created_at=utc_timestamp(),
     )
     await anyio.to_thread.run_sync(store.append, cid, turn)
     return AskResult(finished=finished, conversation_id=cid, collection=name)

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import msgspec
 
-from engine.formats import current_versions
 from engine.harness.machine import app_version
 from engine.paths import DataDir
-from engine.upgrade import (
+from engine.versions.formats import current_versions
+from engine.versions.upgrade import (
     BACKUP_INFO,
     BackupInfo,
     UpgradeError,

@@ -21,9 +21,10 @@ from pathlib import Path
 
 import msgspec
 
+from engine.clock import utc_timestamp
 from engine.crashpoints import crash_point
-from engine.formats import POINTER_FORMAT
 from engine.paths import DataDir
+from engine.versions.formats import POINTER_FORMAT
 from index.fsutil import atomic_write, fsync_dir, replace_with_retry
 from index.records import SnapshotManifest
 from index.snapshot import Snapshot, SnapshotError
@@ -54,10 +55,6 @@ def new_snapshot_id(now: dt.datetime | None = None) -> str:
     """Sortable by creation time (to the microsecond), unique without coordination."""
     now = now or dt.datetime.now(dt.UTC)
     return f"s{now:%Y%m%d-%H%M%S-%f}-{secrets.token_hex(2)}"
-
-
-def utc_now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 class _PinTable:
@@ -173,7 +170,7 @@ class Catalog:
         with self.pinned(snapshot_id):
             pass  # opening proves the files are there and sized as the manifest says
         self.ensure()
-        pointer = ActivePointer(snapshot_id=snapshot_id, activated_at=utc_now())
+        pointer = ActivePointer(snapshot_id=snapshot_id, activated_at=utc_timestamp())
         atomic_write(self.pointer, msgspec.json.encode(pointer), point="catalog.pointer")
         return m
 

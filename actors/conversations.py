@@ -16,9 +16,9 @@ from pathlib import Path
 import msgspec
 
 from engine.crashpoints import crash_point
-from engine.formats import CONVERSATION_FORMAT
 from engine.harness import EarlierTurn, TerminationReason
 from engine.paths import DataDir, check_collection_name
+from engine.versions.formats import CONVERSATION_FORMAT
 
 _ID = re.compile(r"^c[0-9]{8}-[0-9]{6}-[0-9a-f]{6}$")
 
@@ -50,10 +50,6 @@ _encoder = msgspec.json.Encoder()
 
 def conversations_dir(data: DataDir, collection: str) -> Path:
     return data.root / "conversations" / check_collection_name(collection)
-
-
-def now_utc() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 class ConversationStore:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import msgspec
 
-from actors.catalog import Catalog, utc_now
+from actors.catalog import Catalog
 from actors.ingest import record_from_snapshot
 from actors.overrides import DocumentOverride, Overrides
+from engine.clock import utc_timestamp
 from index.records import BuildStats, DocumentRecord
 from index.snapshot import Snapshot, build_snapshot
 
@@ -87,7 +88,7 @@ def _rebuild(catalog: Catalog, parent: Snapshot, edited: int, record: DocumentRe
         m,
         snapshot_id=snapshot_id,
         parent_id=m.snapshot_id,
-        created_at=utc_now(),
+        created_at=utc_timestamp(),
         documents=(),
         files={},
         content_hash="",

@@ -23,17 +23,19 @@ import msgspec
 import numpy as np
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
-from actors.catalog import Catalog, utc_now
+from actors.catalog import Catalog
 from actors.journal import DoneEntry, Job, JobTarget, Journal
 from actors.overrides import Overrides
 from actors.parse_pool import Chunking, ParsePool
 from engine.chunker import ChunkError, chunker_version
+from engine.clock import utc_timestamp
 from engine.config import Config
 from engine.document_cache import DocumentCache, document_key
 from engine.embedding import EmbeddingCache, EmbeddingError, EmbeddingProvider, embed_texts
 from engine.parsing import PARSER_VERSIONS, SUPPORTED_SUFFIXES, ParseError, ParseLimits
 from engine.paths import DataDir
 from engine.tokens import TokenCounter
+from index.fsutil import file_sha256
 from index.prepared import PreparedDocument, prepare_document
 from index.records import (
     BuildStats,
@@ -230,14 +232,6 @@ def _size(path: Path) -> int:
         return 0
 
 
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def embedding_text(record: DocumentRecord, block_index: int) -> str:
     """What is embedded for a block: its section title leads, so the block knows its topic."""
     block = record.blocks[block_index]
@@ -345,7 +339,7 @@ class Ingest:
         job = Job(
             job_id=previous.job_id if previous else secrets.token_hex(6),
             collection=self.collection,
-            created_at=previous.created_at if previous else utc_now(),
+            created_at=previous.created_at if previous else utc_timestamp(),
             targets=tuple(targets.values()),
             removals=tuple(removed),
         )
@@ -615,7 +609,7 @@ class Ingest:
             parent_id=parent.manifest.snapshot_id if parent else None,
             collection=self.collection,
             status=status,
-            created_at=utc_now(),
+            created_at=utc_timestamp(),
             documents=tuple(
                 ManifestDocument(
                     doc_id=r.doc_id,

@@ -13,7 +13,7 @@ from pathlib import Path
 import msgspec
 
 from engine.crashpoints import crash_point
-from engine.formats import JOURNAL_FORMAT
+from engine.versions.formats import JOURNAL_FORMAT
 from index.fsutil import atomic_write, replace_with_retry
 
 

@@ -16,8 +16,8 @@ import anyio.to_thread
 import msgspec
 
 from actors.app import App, AppError
-from actors.ingest import file_sha256
 from actors.origins import Origins
+from index.fsutil import file_sha256
 from index.snapshot import Snapshot
 
 SOURCE_RADIUS = 3  # neighbouring blocks of the same section shown around a cited block

@@ -27,14 +27,14 @@ from actors.harness import open_request
 from actors.ingest import ImportProgress, ImportResult
 from actors.spending import spending_for
 from actors.trace_writer import TraceWriter, open_trace_writer
-from engine.bundles import BundleRegistry, active_bundle
 from engine.chat import ChatClient
 from engine.config import Config, dump_config
 from engine.harness import Budgets, EarlierTurn, Event, Limits, Request, run_manifest
 from engine.harness.machine import app_version
 from engine.paths import InvalidCollectionName
-from engine.prompt_bundle import BundleError as PromptBundleError
-from engine.prompt_bundle import PromptBundle
+from engine.prompts.bundle import BundleError as PromptBundleError
+from engine.prompts.bundle import PromptBundle
+from engine.prompts.registry import BundleRegistry, active_bundle
 from engine.secrets import ENV_NAMES, get_key
 from engine.tools import ToolContext, ToolOutcome, run_tool
 from engine.trace import (

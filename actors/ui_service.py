@@ -40,7 +40,6 @@ from actors.tracing import (
     trace_writer,
     traced,
 )
-from engine.bundles import BundleDiff, BundleInfo, BundleRegistry
 from engine.config import Config, ConfigError, dump_config, load_config, parse_config
 from engine.harness import (
     AdmissionDecided,
@@ -63,7 +62,8 @@ from engine.harness import (
 from engine.harness.citations import cited, resolve
 from engine.keycheck import KeyCheck, check_chat_key, check_embedding
 from engine.paths import DataDir, InvalidCollectionName, data_home
-from engine.prompt_bundle import BundleError
+from engine.prompts.bundle import BundleError
+from engine.prompts.registry import BundleDiff, BundleInfo, BundleRegistry
 from engine.secrets import (
     ENV_NAMES,
     KeyName,

@@ -2,8 +2,8 @@
 data a newer Citewise wrote, and explain an upgrade, then run it once the person confirms.
 
 It never upgrades without that confirmation and never writes to a directory a newer build
-wrote. The sequence itself is engine/upgrade.py; this module supplies this build's migrations
-and the self-checks that open everything with this build's code.
+wrote. The sequence itself is engine/versions/upgrade.py; this module supplies this build's
+migrations and the self-checks that open everything with this build's code.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from actors.conversations import ConversationTurn
 from actors.journal import Job
 from engine.config import load_config
 from engine.embedding.cache import CACHE_FORMAT
-from engine.formats import current_versions
 from engine.harness.machine import app_version
 from engine.paths import DataDir
 from engine.trace.store import DB_NAME, SCHEMA_VERSION, TraceStore
-from engine.upgrade import (
+from engine.versions.formats import current_versions
+from engine.versions.upgrade import (
     BackupEstimate,
     Change,
     Check,

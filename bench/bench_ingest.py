@@ -180,7 +180,7 @@ def _cold_rounds(tmp: Path, folder: Path, rounds: int, pace: _Pace) -> None:
         cpu0 = _cpu_s()
         pace.raw_s.append(_timed_process([sys.executable, "-c", _RAW_SCRIPT, *map(str, PDFS)], env))
         cpu1 = _cpu_s()
-        cli = [sys.executable, "-m", "actors.cli", "import", str(folder)]
+        cli = [sys.executable, "-m", "cli", "import", str(folder)]
         pace.ours_s.append(_timed_process(cli, env))
         pace.ours_cpu.append(_cpu_s() - cpu1)
         pace.raw_cpu.append(cpu1 - cpu0)

@@ -276,7 +276,7 @@ def _cold_start_browser(browser: Any, home: Path, runs: int) -> list[dict[str, f
     answered, in an already-running browser, for a returning user (the ask page)."""
     out = []
     for _ in range(runs):
-        with _server(["-m", "actors.cli_serve", "--browser"], _env(home)) as server:
+        with _server(["-m", "cli.serve", "--browser"], _env(home)) as server:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             while True:
                 try:
@@ -335,7 +335,7 @@ def _cold_start_native(home: Path, runs: int) -> tuple[list[float], str | None]:
             return [], problem
         out = []
         for _ in range(runs):
-            with _server(["-m", "actors.cli_serve", "--native"], env) as server:
+            with _server(["-m", "cli.serve", "--native"], env) as server:
                 out.append(server.said_at("The Citewise window is open", 120) - server.started)
         return out, None
 

@@ -25,7 +25,7 @@ def _atomic(label: str) -> tuple[str, ...]:
     return tuple(f"{label}:{step}" for step in ATOMIC_STEPS)
 
 
-# The steps of engine/upgrade.py, before and after each, plus the middle of the switch.
+# The steps of engine/versions/upgrade.py, before and after each, plus the middle of the switch.
 UPGRADE_POINTS: tuple[str, ...] = (
     *(
         f"upgrade.{step}.{when}"
@@ -71,13 +71,15 @@ CRASH_POINTS: tuple[str, ...] = (
     # conversations (actors/conversations.py)
     "conversation.append:before-fsync",
     "conversation.append:after-fsync",
-    # prompt bundles: a new experiment, its freeze, the baseline promote (engine/bundles.py)
+    # prompt bundles: a new experiment, its freeze, the baseline promote
+    # (engine/prompts/registry.py)
     "bundles.new:before-rename",
     "bundles.new:after-rename",
     *_atomic("bundles.manifest"),
     *_atomic("bundles.baseline"),
-    # the copy-on-write upgrade (engine/upgrade.py); tests/upgrade/test_upgrade_crash.py kills
-    # at each one. A normal session never reaches them: they run only when `citewise upgrade` does.
+    # the copy-on-write upgrade (engine/versions/upgrade.py); tests/upgrade/test_upgrade_crash.py
+    # kills at each one. A normal session never reaches them: they run only when `citewise
+    # upgrade` does.
     *UPGRADE_POINTS,
 )
 _KNOWN = set(CRASH_POINTS)

@@ -1,4 +1,5 @@
-"""Durable file writes (write-and-fsync, fsync directories, atomic replace) and read-only maps.
+"""Durable file writes (write-and-fsync, fsync directories, atomic replace), read-only maps and
+the one file hash.
 
 Used for snapshot files (written once) and small pointer files (replaced atomically). Nothing
 here ever truncates an existing file in place or maps a file writable.
@@ -6,6 +7,7 @@ here ever truncates an existing file in place or maps a file writable.
 
 from __future__ import annotations
 
+import hashlib
 import mmap
 import os
 import time
@@ -18,6 +20,12 @@ Mapped = mmap.mmap | bytes  # a read-only file view; bytes only for empty files
 
 _REPLACE_ATTEMPTS = 6
 _REPLACE_BACKOFF_S = 0.05
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file's bytes, read in chunks (never the whole file in memory)."""
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def fsync_dir(directory: Path) -> None:

@@ -22,7 +22,15 @@ from index import blockstore, bm25
 from index.blockstore import BlockStore, DocumentInfo
 from index.bm25 import Bm25Index, Bm25Stats, TermCounts
 from index.crashpoints import crash_point
-from index.fsutil import Mapped, atomic_write, close_map, fsync_dir, map_file, write_new_file
+from index.fsutil import (
+    Mapped,
+    atomic_write,
+    close_map,
+    file_sha256,
+    fsync_dir,
+    map_file,
+    write_new_file,
+)
 from index.prepared import PreparedDocument, prepare_laid_out, vector_keys
 from index.records import (
     SNAPSHOT_FORMAT,
@@ -46,7 +54,6 @@ from index.vectors import (
 MANIFEST = "manifest.json"
 HEADER = "header.msgpack"
 HEADER_FORMAT = 1
-_HASH_CHUNK = 1 << 20
 
 
 class SnapshotError(Exception):
@@ -141,14 +148,6 @@ def content_hash(manifest: SnapshotManifest, file_hashes: dict[str, str]) -> str
         manifest, snapshot_id="", parent_id=None, created_at="", files={}, content_hash=""
     )
     digest.update(b"manifest\x00" + msgspec.json.encode(blank, order="deterministic"))
-    return digest.hexdigest()
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(_HASH_CHUNK):
-            digest.update(chunk)
     return digest.hexdigest()
 
 

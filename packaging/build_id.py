@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 # Everything whose change can change the built app: the code, the shipped prompts, the spec
 # and its helpers, and the dependency list.
-SOURCES = ("engine", "actors", "index", "web", "prompts", "packaging", "pyproject.toml")
+SOURCES = ("engine", "actors", "index", "web", "cli", "prompts", "packaging", "pyproject.toml")
 
 
 def _files(root: Path) -> list[Path]:

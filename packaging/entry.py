@@ -1,4 +1,4 @@
-"""The frozen app's entry point: the `citewise` console script's main (`actors.cli:main`), plus
+"""The frozen app's entry point: the `citewise` console script's main (`cli:main`), plus
 what only a frozen program has to do itself.
 
 - Worker processes. anyio.to_process starts parse workers as `sys.executable -u -m
@@ -76,7 +76,7 @@ def main() -> int:
         return window_main()
     multiprocessing.freeze_support()
     _give_streams_a_home()
-    from actors.cli import main as citewise_main
+    from cli import main as citewise_main
 
     argv = sys.argv[1:]
     if not argv and _is_launcher():

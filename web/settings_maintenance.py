@@ -12,8 +12,8 @@ from nicegui import run, ui
 from actors.backup import backups, create, restore
 from actors.ui_service import UiService
 from engine.harness.machine import app_version
-from engine.updates import VersionReport, check, install_folder
-from engine.upgrade import UpgradeError
+from engine.versions.updates import VersionReport, check, install_folder
+from engine.versions.upgrade import UpgradeError
 from engine.writer_lock import WriterBusy
 from web.i18n import Texts
 

@@ -16,7 +16,7 @@ from actors.backup import backups
 from actors.ui_service import UiService
 from actors.upgrade import UpgradeRequired, explain, open_data, run_upgrade
 from engine.paths import data_home
-from engine.upgrade import DataTooNew, UpgradeError
+from engine.versions.upgrade import DataTooNew, UpgradeError
 from web.i18n import Lang, Texts
 
 

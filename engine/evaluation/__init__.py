@@ -2,7 +2,7 @@
 N runs, bundle comparisons, regression bookkeeping and reports. Callers import from here.
 
 Nothing here runs a long-lived task or calls a model itself: answers come from the `ask`
-callable the caller passes (actors/cli_eval.py wires the harness in).
+callable the caller passes (cli/evaluate.py wires the harness in).
 """
 
 from engine.evaluation.answers import (

@@ -51,7 +51,7 @@ from engine.harness.protocol import (
     ToolAction,
     parse_reply,
 )
-from engine.prompt_bundle import PromptBundle, collection_status, render_collection_status
+from engine.prompts.bundle import PromptBundle, collection_status, render_collection_status
 from engine.tokens import TokenCounter
 from index.snapshot import Snapshot
 

@@ -20,7 +20,7 @@ from engine.config import Config
 
 MANIFEST_FORMAT = 1
 _SOURCE_ROOT = Path(__file__).resolve().parents[2]
-_SOURCE_PACKAGES = ("engine", "actors", "index", "web")
+_SOURCE_PACKAGES = ("engine", "actors", "index", "web", "cli")
 
 # Settings that change what a request does, per config section. Left out on purpose: network
 # (how bytes travel, not what they say), trace and snapshots (what is kept afterwards),

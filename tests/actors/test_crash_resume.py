@@ -1,6 +1,6 @@
 """Kill -9 the importer at random moments: the knowledge base stays whole and work is not redone.
 
-The importer runs as a real subprocess (`python -m actors.cli import`) embedding through the
+The importer runs as a real subprocess (`python -m cli import`) embedding through the
 loopback embedding server, which records every text it is asked to embed. After each kill the
 active snapshot must open and verify, and the next run must not re-embed any text of a document
 the journal had already recorded as finished.
@@ -48,7 +48,7 @@ def importer(home: Path, server: EmbeddingServer, folder: Path) -> subprocess.Po
         "CITEWISE_SNAPSHOTS_KEEP_LAST": "2",
     }
     return subprocess.Popen(
-        [sys.executable, "-m", "actors.cli", "import", str(folder), "--json"],
+        [sys.executable, "-m", "cli", "import", str(folder), "--json"],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,

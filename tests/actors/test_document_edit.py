@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from actors.app import App, AppError
-from actors.cli import main
+from cli import main
 from index.snapshot import verify_snapshot
 from tests.corpus import make_app, run_import
 

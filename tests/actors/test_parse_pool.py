@@ -12,12 +12,13 @@ import anyio
 import msgspec
 import pytest
 
-from actors.ingest import file_sha256, format_of
+from actors.ingest import format_of
 from actors.parse_pool import Chunking, Finished, ParsePool, PrioritySlots
 from engine.chunker import ChunkError, chunk_document
 from engine.config import parse_config
 from engine.parsing import PARSER_VERSIONS, ParseError, ParseLimits, parse_file
 from engine.tokens import TokenCounter
+from index.fsutil import file_sha256
 from tests.corpus import DOCS
 
 pytestmark = pytest.mark.anyio

@@ -89,7 +89,7 @@ def ask(
         **dict(extra_env),
     )
     return subprocess.run(
-        [sys.executable, "-m", "actors.cli", "ask", "How do listeners run?", "--json"],
+        [sys.executable, "-m", "cli", "ask", "How do listeners run?", "--json"],
         cwd=REPO,
         env=env,
         capture_output=True,

@@ -17,7 +17,6 @@ import pytest
 
 from actors.app import App, AppError
 from actors.asking import ask
-from actors.cli_trace import add_parsers, cmd_trace
 from actors.tracing import (
     IngestTracer,
     bundle,
@@ -29,6 +28,7 @@ from actors.tracing import (
     trace_writer,
     traced,
 )
+from cli.trace import add_parsers, cmd_trace
 from engine.chat import ChatClient
 from engine.trace import FULL_MODE_HINT, zip_contains
 from engine.trace import model as m

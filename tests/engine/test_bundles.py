@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from engine.bundles import (
+from engine.paths import DataDir
+from engine.prompts.bundle import BundleError, load_baseline
+from engine.prompts.registry import (
     RELEASE_DIR,
     BundleRegistry,
     active_bundle,
     next_version,
     version_key,
 )
-from engine.paths import DataDir
-from engine.prompt_bundle import BundleError, load_baseline
 
 
 @pytest.fixture

@@ -33,9 +33,9 @@ import numpy as np
 from actors.catalog import Catalog, CatalogError
 from actors.conversations import ConversationStore
 from actors.journal import Journal
-from engine.bundles import BundleRegistry, active_bundle
 from engine.crashpoints import AT_ENV, LOG_ENV
 from engine.paths import DataDir
+from engine.prompts.registry import BundleRegistry, active_bundle
 from engine.trace import TraceStore
 from index.snapshot import verify_snapshot
 from tests.corpus import DOCS, REPO, make_app
@@ -164,7 +164,7 @@ class CrashSession:
         with self._lock:
             self._runs += 1
         return subprocess.Popen(
-            [sys.executable, "-m", "actors.cli", *argv],
+            [sys.executable, "-m", "cli", *argv],
             cwd=REPO,
             env=env,
             stdin=subprocess.DEVNULL,

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from nicegui.testing import User
 
-from actors.commands import main as citewise
+from cli.commands import main as citewise
 from engine.config import Config, ConfigError, load_config, parse_config
 from engine.paths import InvalidCollectionName, check_collection_name
 from tests.corpus import REPO, make_app, run_import
@@ -52,7 +52,7 @@ def _env(home: Path, **extra: str) -> dict[str, str]:
 
 def _cli(home: Path, *args: str | bytes, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "actors.cli", *args],
+        [sys.executable, "-m", "cli", *args],
         cwd=REPO,
         env=_env(home, **env),
         capture_output=True,
@@ -413,7 +413,7 @@ def test_a_question_of_undecodable_bytes_says_to_fix_the_terminal(
     library: Path, chat_server: ChatServer
 ) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "actors.cli", "ask", b"caf\xe9 \xff?"],
+        [sys.executable, "-m", "cli", "ask", b"caf\xe9 \xff?"],
         cwd=REPO,
         env=_env(library, **_chat_env(chat_server)),
         capture_output=True,
@@ -571,7 +571,7 @@ def test_odd_file_names_given_one_by_one(tmp_path: Path, odd_folder: Path) -> No
     dash = _cli(home, "import", str(odd_folder / "-rf.md"))
     assert dash.returncode == 0, dash.stderr  # a full path never looks like an option
     bare = subprocess.run(
-        [sys.executable, "-m", "actors.cli", "import", "--help.md"],
+        [sys.executable, "-m", "cli", "import", "--help.md"],
         cwd=odd_folder,
         env=_env(home, PYTHONPATH=str(REPO)),
         capture_output=True,
@@ -580,7 +580,7 @@ def test_odd_file_names_given_one_by_one(tmp_path: Path, odd_folder: Path) -> No
     )
     assert bare.returncode == 2 and NO_TRACE not in bare.stderr  # argparse: unknown option
     after_dashes = subprocess.run(
-        [sys.executable, "-m", "actors.cli", "import", "--", "--help.md"],
+        [sys.executable, "-m", "cli", "import", "--", "--help.md"],
         cwd=odd_folder,
         env=_env(home, PYTHONPATH=str(REPO)),
         capture_output=True,
@@ -589,7 +589,7 @@ def test_odd_file_names_given_one_by_one(tmp_path: Path, odd_folder: Path) -> No
     )
     assert after_dashes.returncode == 0, after_dashes.stderr
     undecodable = subprocess.run(
-        [sys.executable, "-m", "actors.cli", "import", os.fsencode(odd_folder) + b"/" + NOT_UTF8],
+        [sys.executable, "-m", "cli", "import", os.fsencode(odd_folder) + b"/" + NOT_UTF8],
         cwd=REPO,
         env=_env(home),
         capture_output=True,
@@ -678,7 +678,7 @@ def test_collection_commands_refuse_bad_names_and_keep_the_good_ones(
     assert set(GOOD_COLLECTIONS) <= set(listed["collections"])
     assert not (tmp_path / "escape").exists() and not (home / "escape").exists()
     undecodable = subprocess.run(
-        [sys.executable, "-m", "actors.cli", "collections", "create", b"caf\xe9"],
+        [sys.executable, "-m", "cli", "collections", "create", b"caf\xe9"],
         cwd=REPO,
         env=_env(home),
         capture_output=True,

@@ -377,7 +377,7 @@ def test_the_server_listens_on_127_0_0_1_only(served: Served) -> None:
 )
 def test_serve_refuses_every_non_loopback_host_argument(tmp_path: Path, argv: list[str]) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "actors.cli", "serve", "--browser", *argv],
+        [sys.executable, "-m", "cli", "serve", "--browser", *argv],
         cwd=REPO,
         env=serve_env(tmp_path),
         capture_output=True,
@@ -399,7 +399,7 @@ def test_serve_refuses_every_non_loopback_host_argument(tmp_path: Path, argv: li
 )
 def test_no_setting_can_ask_for_another_address(tmp_path: Path, extra: dict[str, str]) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "actors.cli", "serve", "--browser"],
+        [sys.executable, "-m", "cli", "serve", "--browser"],
         cwd=REPO,
         env=serve_env(tmp_path, **extra),
         capture_output=True,

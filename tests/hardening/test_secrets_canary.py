@@ -132,7 +132,7 @@ class Session:
 
     def cli(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[bytes]:
         proc = subprocess.run(
-            [sys.executable, "-m", "actors.cli", *args],
+            [sys.executable, "-m", "cli", *args],
             cwd=REPO,
             env=self.env,
             capture_output=True,
@@ -212,7 +212,7 @@ def _kill_mid_import(s: Session, server: EmbeddingServer, docs: Path) -> None:
     server.script(Delay(30.0))
     before = len(server.requests)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "actors.cli", "import", str(docs)],
+        [sys.executable, "-m", "cli", "import", str(docs)],
         cwd=REPO,
         env=s.env,
         stdout=subprocess.PIPE,
@@ -235,7 +235,7 @@ def _kill_mid_import(s: Session, server: EmbeddingServer, docs: Path) -> None:
 def _serve_briefly(s: Session) -> None:
     """Start the browser UI, open two pages with the token, stop it; keep what it printed."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "actors.cli", "serve", "--browser"],
+        [sys.executable, "-m", "cli", "serve", "--browser"],
         cwd=REPO,
         env=s.env,
         stdout=subprocess.PIPE,

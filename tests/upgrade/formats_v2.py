@@ -17,9 +17,9 @@ from pathlib import Path
 
 from actors.upgrade import production_checks, run_upgrade
 from engine.config import dump_config, parse_config
-from engine.formats import current_versions
 from engine.trace.store import DB_NAME, TraceStore
-from engine.upgrade import Check, DataView, Migration, MigrationContext
+from engine.versions.formats import current_versions
+from engine.versions.upgrade import Check, DataView, Migration, MigrationContext
 from tests.corpus import make_app, run_import
 
 CURRENT_V2 = {**current_versions(), "config": 2, "trace_store": 2}

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from nicegui.testing import User
 
-from engine.formats import current_versions
-from engine.upgrade import list_backups, make_backup
+from engine.versions.formats import current_versions
+from engine.versions.upgrade import list_backups, make_backup
 from tests.web.conftest import anyio_backend, no_keys, service_for, ui_user  # noqa: F401
 from tests.web.test_ask_page import eventually, found
 from tests.web.test_settings_page import all_text

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from actors.backup import backups, restore
-from engine.formats import current_versions
-from engine.upgrade import UpgradeError, inspect
+from engine.versions.formats import current_versions
+from engine.versions.upgrade import UpgradeError, inspect
 from tests.upgrade.formats_v2 import CURRENT_V2, make_v1_home, tree, upgrade_v2
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,7 +37,7 @@ def upgraded(v1_template: Path, tmp_path: Path) -> tuple[Path, dict[str, str]]:
 def citewise(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "CITEWISE_HOME": str(home)}
     return subprocess.run(
-        [sys.executable, "-m", "actors.cli", *args],
+        [sys.executable, "-m", "cli", *args],
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.updates import VERSION_FILE, check, is_newer
+from engine.versions.updates import VERSION_FILE, check, is_newer
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -94,7 +94,7 @@ def test_cli_version_check_reports_without_updating_anything(
         "NO_PROXY": "127.0.0.1",
     }
     run = subprocess.run(
-        [sys.executable, "-m", "actors.cli", "version", "--check", "--json"],
+        [sys.executable, "-m", "cli", "version", "--check", "--json"],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -105,7 +105,7 @@ def test_cli_version_check_reports_without_updating_anything(
     report = json.loads(run.stdout)
     assert report["available"]["version"] == "0.2.0" and state.requests == 1
     plain = subprocess.run(
-        [sys.executable, "-m", "actors.cli", "version"],
+        [sys.executable, "-m", "cli", "version"],
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -11,8 +11,8 @@ import msgspec
 import pytest
 
 from actors.upgrade import UpgradeRequired, explain, open_data, run_upgrade
-from engine.formats import current_versions, registry
-from engine.upgrade import (
+from engine.versions.formats import current_versions, registry
+from engine.versions.upgrade import (
     STEPS,
     DataTooNew,
     NoUpgradePath,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from engine.crashpoints import AT_ENV, CRASH_POINTS
-from engine.upgrade import inspect
+from engine.versions.upgrade import inspect
 from tests.upgrade.formats_v2 import CURRENT_V2, make_v1_home, tree
 from tests.upgrade.test_upgrade import assert_new_data_complete, assert_old_data_intact
 

@@ -179,10 +179,10 @@ class Serving:
 
 
 def _serve(home: Path, env: dict[str, str], *args: str) -> Serving:
-    """`python -m actors.cli_serve ARGS` in a session of its own (so every process it starts,
+    """`python -m cli.serve ARGS` in a session of its own (so every process it starts,
     down to the web engine's helpers, can be found afterwards)."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "actors.cli_serve", *args],
+        [sys.executable, "-m", "cli.serve", *args],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,

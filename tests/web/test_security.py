@@ -1,6 +1,6 @@
 """The loopback guard, in-process on its ASGI interface and on a real `serve` process.
 
-The real server runs as `python -m actors.cli_serve --browser --port P` on 127.0.0.1 with its
+The real server runs as `python -m cli.serve --browser --port P` on 127.0.0.1 with its
 own data directory; every refusal is checked over a real TCP connection.
 """
 
@@ -181,7 +181,7 @@ def start_server(home: Path, env: dict[str, str], timeout_s: float = 60.0) -> Se
     port = _free_port()
     started = time.monotonic()
     process = subprocess.Popen(
-        [sys.executable, "-m", "actors.cli_serve", "--browser", "--port", str(port)],
+        [sys.executable, "-m", "cli.serve", "--browser", "--port", str(port)],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,
@@ -310,7 +310,7 @@ def test_real_server_listens_on_loopback_127_0_0_1_only(served: Served) -> None:
 
 def test_serve_refuses_a_non_loopback_host(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "actors.cli_serve", "--browser", "--host", "0.0.0.0"],
+        [sys.executable, "-m", "cli.serve", "--browser", "--host", "0.0.0.0"],
         cwd=REPO,
         env=serve_env(tmp_path),
         capture_output=True,

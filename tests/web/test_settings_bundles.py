@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from nicegui.testing import User, UserInteraction
 
-from engine.bundles import BundleRegistry
+from engine.prompts.registry import BundleRegistry
 from tests.web.conftest import service_for
 from tests.web.test_ask_page import eventually, found, texts_of
 from web.pages import register

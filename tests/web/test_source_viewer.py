@@ -31,7 +31,7 @@ async def cli_import(home: Path, folder: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CITEWISE_")}
     env["CITEWISE_HOME"] = str(home)
     done = await anyio.run_process(
-        [sys.executable, "-m", "actors.cli", "import", str(folder)],
+        [sys.executable, "-m", "cli", "import", str(folder)],
         cwd=REPO,
         env=env,
         check=False,

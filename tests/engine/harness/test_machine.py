@@ -44,7 +44,7 @@ from engine.harness import (
 from engine.harness.history import MESSAGE_OVERHEAD, PROMPT_OVERHEAD
 from engine.harness.observation import ok, render_observation
 from engine.paths import DataDir
-from engine.prompt_bundle import collection_status, load_baseline, render_collection_status
+from engine.prompts.bundle import collection_status, load_baseline, render_collection_status
 from engine.tokens import TokenCounter
 from engine.tools import TOOL_NAMES, ToolContext, render_tools, run_tool
 from index.snapshot import Snapshot

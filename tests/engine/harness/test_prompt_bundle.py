@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.prompt_bundle import (
+from engine.prompts.bundle import (
     BASELINE,
     BundleError,
     collection_status,

@@ -24,7 +24,7 @@ from engine.harness import (
     ToolResult,
     run_request,
 )
-from engine.prompt_bundle import load_baseline
+from engine.prompts.bundle import load_baseline
 from engine.tools import ToolContext, render_tools, run_tool
 from tests.corpus import make_app
 from tests.servers.chat_server import ChatServer, Text

@@ -20,7 +20,7 @@ from engine.config import Config
 from engine.embedding import LocalEmbedding
 from engine.harness import Deps, Event, Limits, Request, RequestFinished, ToolResult, run_request
 from engine.paths import DataDir
-from engine.prompt_bundle import load_baseline
+from engine.prompts.bundle import load_baseline
 from engine.tokens import TokenCounter
 from engine.tools import TOOL_CONTRACT_VERSION, ToolContext, render_tools, run_tool
 from engine.trace import manifest_extra

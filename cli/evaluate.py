@@ -7,7 +7,6 @@ stdout (progress goes to stderr). It never promotes without --yes or writes into
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -25,8 +24,8 @@ from actors.harness import open_request
 from actors.spending import spending_for
 from actors.trace_writer import TraceWriter
 from actors.tracing import trace_writer
-from engine.bundles import BundleInfo, BundleRegistry
 from engine.chat import ChatClient
+from engine.clock import utc_timestamp
 from engine.evaluation import (
     MAX_RUNS,
     AnswerCheck,
@@ -53,7 +52,8 @@ from engine.evaluation import (
 )
 from engine.harness import PROTOCOL_VERSION, Request
 from engine.harness.machine import app_version
-from engine.prompt_bundle import BundleError, PromptBundle
+from engine.prompts.bundle import BundleError, PromptBundle
+from engine.prompts.registry import BundleInfo, BundleRegistry
 from engine.tools import RETRIEVAL_VERSION, TOOL_CONTRACT_VERSION, ToolContext
 from engine.trace import app_build, behaviour_settings
 from index.snapshot import Snapshot
@@ -404,7 +404,7 @@ async def run_eval(
     for note in notes:
         err.print(f"[dim]{note}[/]")
     eval_id = new_eval_id()
-    created = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    created = utc_timestamp()
     try:
         with catalog.pinned(sid) as snapshot:
             ctx = ToolContext(snapshot=snapshot, embedder=app.embedder(), counter=app.counter())

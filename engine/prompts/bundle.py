@@ -18,7 +18,7 @@ from index.records import SnapshotManifest
 
 BUNDLE_FORMAT = 1
 MANIFEST = "manifest.json"
-BASELINE = Path(__file__).resolve().parents[1] / "prompts" / "baseline"
+BASELINE = Path(__file__).resolve().parents[2] / "prompts" / "baseline"
 
 # template name -> placeholders it must contain (each exactly once)
 REQUIRED: dict[str, tuple[str, ...]] = {

@@ -17,7 +17,7 @@ JOURNAL_FORMAT = 1  # collections/<c>/journal/ (actors/journal.py)
 CONVERSATION_FORMAT = 1  # conversations/<c>/<id>.jsonl (actors/conversations.py)
 APP_STATE_FORMAT = 1  # state.json: the current collection (actors/app.py)
 UI_STATE_FORMAT = 1  # ui/state.json: first-run flag (actors/ui_service.py)
-# The record of which formats a data directory was written with (engine/upgrade.py).
+# The record of which formats a data directory was written with (engine/versions/upgrade.py).
 STAMP_FORMAT = 1
 
 
@@ -33,10 +33,11 @@ class Format:
 def registry() -> tuple[Format, ...]:
     """Every format this build reads and writes, in upgrade order."""
     # Imported here, not at module level: actor modules import this module for one constant.
-    from engine import bundles as prompt_history
-    from engine import config, prompt_bundle
+    from engine import config
     from engine.embedding import cache as embedding_cache
     from engine.evaluation import result as eval_result
+    from engine.prompts import bundle as prompt_bundle
+    from engine.prompts import registry as prompt_history
     from engine.trace import bundle as trace_bundle
     from engine.trace import manifest as run_manifest
     from engine.trace import model as trace_model
@@ -45,7 +46,7 @@ def registry() -> tuple[Format, ...]:
 
     snap = "collections/*/snapshots/*/"
     return (
-        Format("stamp", STAMP_FORMAT, "formats.json", "engine.upgrade"),
+        Format("stamp", STAMP_FORMAT, "formats.json", "engine.versions.upgrade"),
         Format("config", config.CONFIG_FORMAT, "config.toml", "engine.config"),
         Format("snapshot_manifest", records.SNAPSHOT_FORMAT, snap + "manifest.json", "index"),
         Format("snapshot_header", snapshot.HEADER_FORMAT, snap + "header.msgpack", "index"),
@@ -79,13 +80,13 @@ def registry() -> tuple[Format, ...]:
             "prompt_bundle",
             prompt_bundle.BUNDLE_FORMAT,
             "prompts/*/manifest.json",
-            "engine.prompt_bundle",
+            "engine.prompts.bundle",
         ),
         Format(
             "prompt_history",
             prompt_history.HISTORY_FORMAT,
             f"prompts/{prompt_history.HISTORY_FILE}",
-            "engine.bundles",
+            "engine.prompts.registry",
         ),
         Format(
             "embedding_cache",

@@ -1,8 +1,9 @@
-"""The `citewise` entry point, kept deliberately light.
+"""The `citewise` command line: the entry point, kept deliberately light.
 
 Parsing runs in worker processes that re-import the parent's main module (this one, or the
 console script that imports it), so it imports nothing heavy: the commands live in
-actors/commands.py and load only when a command runs.
+cli/commands.py and load only when a command runs. cli/ is a front end beside web/: it calls
+actors.App and may import bench/; nothing else imports cli/.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from engine import redaction
 
     redaction.install()  # before anything can log: no key reaches a log or a traceback
-    from actors.commands import main as run_command
+    from cli.commands import main as run_command
 
     return run_command(argv)
 

@@ -18,8 +18,8 @@ from actors.upgrade import explain, open_data, run_upgrade
 from engine.config import ConfigError, load_config
 from engine.harness.machine import app_version
 from engine.paths import DataDir, data_home
-from engine.updates import check, install_folder
-from engine.upgrade import Inspection, UpgradeError
+from engine.versions.updates import check, install_folder
+from engine.versions.upgrade import Inspection, UpgradeError
 from engine.writer_lock import WriterBusy
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2

@@ -6,7 +6,6 @@ bundle change under its version, and never promotes without an explicit confirma
 
 from __future__ import annotations
 
-import datetime as dt
 import difflib
 import os
 import re
@@ -17,9 +16,10 @@ from typing import Literal
 
 import msgspec
 
+from engine.clock import utc_timestamp
 from engine.crashpoints import crash_point
 from engine.paths import DataDir
-from engine.prompt_bundle import (
+from engine.prompts.bundle import (
     BASELINE,
     MANIFEST,
     BundleError,
@@ -133,10 +133,6 @@ def next_version(version: str) -> str:
     if last.isdigit():
         return f"{head}{sep}{int(last) + 1}"
     return f"{version}.1"
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 _history_decoder = msgspec.json.Decoder(BaselineHistory)
@@ -457,7 +453,7 @@ class BundleRegistry:
                 f"review `citewise prompts diff {current} {label}` and add --yes to confirm"
             )
         history = self.history()
-        now = _now()
+        now = utc_timestamp()
         history.stack.append(
             BaselineEntry(ref=label, hash=bundle.hash, source=bundle.source, promoted_at=now)
         )
@@ -497,7 +493,7 @@ class BundleRegistry:
         history.events.append(
             HistoryEvent(
                 action="rollback",
-                at=_now(),
+                at=utc_timestamp(),
                 ref=f"{restored.id}@{restored.version}",
                 hash=restored.hash,
                 previous=left.ref,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.cli import main
+from cli import main
 from tests.corpus import REPO
 
 
@@ -28,7 +28,7 @@ def notes(folder: Path, **files: str) -> Path:
 
 def test_version_prints_the_package_version() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "actors.cli", "--version"], cwd=REPO, capture_output=True, text=True
+        [sys.executable, "-m", "cli", "--version"], cwd=REPO, capture_output=True, text=True
     )
     assert out.returncode == 0 and out.stdout.startswith("citewise ")
 

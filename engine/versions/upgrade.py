@@ -22,9 +22,10 @@ from typing import Literal
 
 import msgspec
 
+from engine.clock import utc_timestamp
 from engine.crashpoints import crash_point
-from engine.formats import LEGACY_VERSION, STAMP_FORMAT, current_versions
 from engine.paths import DataDir, long_path
+from engine.versions.formats import LEGACY_VERSION, STAMP_FORMAT, current_versions
 from engine.writer_lock import writer_lock
 from index.fsutil import atomic_write, fsync_dir, replace_with_retry
 
@@ -164,10 +165,6 @@ class UpgradeReport:
     files: int = 0
 
 
-def utc_now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
 def _stamp_id(now: dt.datetime | None = None) -> str:
     now = now or dt.datetime.now(dt.UTC)
     return f"{now:%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
@@ -192,7 +189,10 @@ def write_stamp(
     root: Path, formats: Mapping[str, int], app_version: str, switching: SwitchPlan | None = None
 ) -> None:
     stamp = FormatStamp(
-        formats=dict(formats), app_version=app_version, written_at=utc_now(), switching=switching
+        formats=dict(formats),
+        app_version=app_version,
+        written_at=utc_timestamp(),
+        switching=switching,
     )
     atomic_write(root / STAMP_FILE, msgspec.json.encode(stamp))
 
@@ -321,7 +321,7 @@ def make_backup(
     files, copied, shared = copy_data(root, partial)
     info = BackupInfo(
         backup_id=backup_id,
-        created_at=utc_now(),
+        created_at=utc_timestamp(),
         reason=reason,
         app_version=app_version,
         formats=dict(formats),

@@ -94,7 +94,7 @@ def _say(text: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m actors.cli_serve [--browser] [--port P]` (what `citewise serve` runs)."""
+    """`python -m cli.serve [--browser] [--port P]` (what `citewise serve` runs)."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--collection", "-c", help="collection to open")
     common.add_argument("--json", action="store_true", help=argparse.SUPPRESS)

@@ -41,7 +41,7 @@ def _env(home: Path, server: ChatServer, key: str = "test") -> dict[str, str]:
 
 def _citewise(*args: str, env: dict[str, str], stdin: str = "") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "actors.cli", *args],
+        [sys.executable, "-m", "cli", *args],
         cwd=REPO,
         env=env,
         input=stdin,
@@ -67,7 +67,7 @@ def test_ask_streams_a_cited_answer_then_resolved_sources(
 ) -> None:
     chat_server.script(_search(), _cite)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "actors.cli", "ask", "How do listeners run?"],
+        [sys.executable, "-m", "cli", "ask", "How do listeners run?"],
         cwd=REPO,
         env=_env(home, chat_server),
         stdout=subprocess.PIPE,

@@ -30,19 +30,19 @@ from rich.table import Table
 
 from actors.app import App, AppError
 from actors.catalog import CatalogError
-from actors.cli_ask import add_parsers as add_ask_parsers
-from actors.cli_eval import add_parsers as add_eval_parsers
-from actors.cli_serve import add_parsers as add_serve_parsers
-from actors.cli_trace import add_parsers as add_trace_parsers
-from actors.cli_upgrade import add_parsers as add_upgrade_parsers
-from actors.cli_upgrade import gate as data_gate
 from actors.ingest import ImportProgress, ImportResult
 from actors.spending import SpendingCapReached
 from actors.upgrade import UpgradeRequired
+from cli.ask import add_parsers as add_ask_parsers
+from cli.evaluate import add_parsers as add_eval_parsers
+from cli.serve import add_parsers as add_serve_parsers
+from cli.trace import add_parsers as add_trace_parsers
+from cli.upgrade import add_parsers as add_upgrade_parsers
+from cli.upgrade import gate as data_gate
 from engine.config import ConfigError
 from engine.paths import InvalidCollectionName
 from engine.redaction import redact
-from engine.upgrade import UpgradeError
+from engine.versions.upgrade import UpgradeError
 from engine.writer_lock import WriterBusy
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_PARTIAL = 0, 1, 2, 3

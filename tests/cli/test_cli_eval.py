@@ -20,8 +20,8 @@ from PIL import Image
 
 from actors.app import App, AppError
 from actors.catalog import Catalog
-from actors.cli_eval import add_parsers
 from actors.tracing import get_trace
+from cli.evaluate import add_parsers
 from engine.paths import DataDir
 from tests.corpus import make_app, run_import
 from tests.servers.chat_server import ChatServer, Reply, Status, Text
