@@ -1,0 +1,254 @@
+"""The running app's public surface: what web/ and cli/ may use, and nothing else of actors/.
+
+`App` is the facade; the rest are the shapes its commands take and return (views, job and
+question handles, request events, errors a person can act on) and the few maintenance
+functions that run before an App can be opened (upgrade, backups, version checks).
+
+Names load on first use (PEP 562): a parse worker process, which imports one module of this
+package, and `citewise --version` do not pay for importing the whole app. The TYPE_CHECKING
+block and `__all__` are the same list for type checkers; tests/test_exports.py keeps the three
+equal.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the same names, for type checkers
+    from actors.app import DEFAULT_COLLECTION, USER_ERRORS, App, AppError
+    from actors.asking import AskResult
+    from actors.backup import backups, create_backup, restore_backup
+    from actors.catalog import CatalogError, GcReport
+    from actors.conversations import ConversationSummary, ConversationTurn
+    from actors.document_edit import EditResult
+    from actors.ingest import ImportProgress, ImportResult
+    from actors.jobs import AskRun, ImportJob, JobState
+    from actors.source_view import SOURCE_RADIUS, SourceBlock, SourceView
+    from actors.spending import SpendingCapReached, SpendingTotals
+    from actors.trace_writer import WriterHealth
+    from actors.upgrade import UpgradeRequired, explain_upgrade, open_data, run_upgrade
+    from actors.views import (
+        ActiveSnapshotInfo,
+        DocumentView,
+        FailedView,
+        KeyStored,
+        OutlineEntry,
+        SnapshotView,
+        StatusReport,
+    )
+    from engine.config import Config, ConfigError
+    from engine.harness import (
+        AdmissionDecided,
+        AnswerDelta,
+        AnswerRetracted,
+        Budgets,
+        Citation,
+        ConversationTrimmed,
+        Event,
+        Evidence,
+        Finalizing,
+        MarkerNumbers,
+        ModelCallFinished,
+        ProtocolError,
+        RequestFinished,
+        ToolCallFinished,
+        ToolCallStarted,
+        TurnStarted,
+    )
+    from engine.keycheck import KeyCheck
+    from engine.paths import InvalidCollectionName, data_home
+    from engine.prompts.registry import BundleDiff, BundleInfo
+    from engine.redaction import install as install_redaction
+    from engine.redaction import redact
+    from engine.secrets import ENV_NAMES, KeyName
+    from engine.trace import (
+        EvidenceReplay,
+        RetrievalReplay,
+        TraceRecord,
+        TraceSummary,
+        trace_id_for,
+    )
+    from engine.versions import app_version
+    from engine.versions.updates import VersionReport, check_for_updates, install_folder
+    from engine.versions.upgrade import BackupInfo, DataTooNew, UpgradeError
+    from engine.writer_lock import WriterBusy
+
+# public name -> (module, name there)
+_EXPORTS: dict[str, tuple[str, str]] = {
+    **{n: ("actors.app", n) for n in ("DEFAULT_COLLECTION", "USER_ERRORS", "App", "AppError")},
+    "AskResult": ("actors.asking", "AskResult"),
+    "BackupInfo": ("engine.versions.upgrade", "BackupInfo"),
+    "backups": ("actors.backup", "backups"),
+    "create_backup": ("actors.backup", "create_backup"),
+    "restore_backup": ("actors.backup", "restore_backup"),
+    "CatalogError": ("actors.catalog", "CatalogError"),
+    "GcReport": ("actors.catalog", "GcReport"),
+    "ConversationSummary": ("actors.conversations", "ConversationSummary"),
+    "ConversationTurn": ("actors.conversations", "ConversationTurn"),
+    "EditResult": ("actors.document_edit", "EditResult"),
+    "ImportProgress": ("actors.ingest", "ImportProgress"),
+    "ImportResult": ("actors.ingest", "ImportResult"),
+    **{n: ("actors.jobs", n) for n in ("AskRun", "ImportJob", "JobState")},
+    **{n: ("actors.source_view", n) for n in ("SOURCE_RADIUS", "SourceBlock", "SourceView")},
+    "SpendingCapReached": ("actors.spending", "SpendingCapReached"),
+    "SpendingTotals": ("actors.spending", "SpendingTotals"),
+    "WriterHealth": ("actors.trace_writer", "WriterHealth"),
+    "UpgradeRequired": ("actors.upgrade", "UpgradeRequired"),
+    "open_data": ("actors.upgrade", "open_data"),
+    "run_upgrade": ("actors.upgrade", "run_upgrade"),
+    "explain_upgrade": ("actors.upgrade", "explain_upgrade"),
+    **{
+        n: ("actors.views", n)
+        for n in (
+            "ActiveSnapshotInfo",
+            "DocumentView",
+            "FailedView",
+            "KeyStored",
+            "OutlineEntry",
+            "SnapshotView",
+            "StatusReport",
+        )
+    },
+    "Config": ("engine.config", "Config"),
+    "ConfigError": ("engine.config", "ConfigError"),
+    **{
+        n: ("engine.harness", n)
+        for n in (
+            "AdmissionDecided",
+            "AnswerDelta",
+            "AnswerRetracted",
+            "Budgets",
+            "Citation",
+            "ConversationTrimmed",
+            "Event",
+            "Evidence",
+            "Finalizing",
+            "MarkerNumbers",
+            "ModelCallFinished",
+            "ProtocolError",
+            "RequestFinished",
+            "ToolCallFinished",
+            "ToolCallStarted",
+            "TurnStarted",
+        )
+    },
+    "app_version": ("engine.versions", "app_version"),
+    "KeyCheck": ("engine.keycheck", "KeyCheck"),
+    "InvalidCollectionName": ("engine.paths", "InvalidCollectionName"),
+    "data_home": ("engine.paths", "data_home"),
+    "BundleDiff": ("engine.prompts.registry", "BundleDiff"),
+    "BundleInfo": ("engine.prompts.registry", "BundleInfo"),
+    "redact": ("engine.redaction", "redact"),
+    "install_redaction": ("engine.redaction", "install"),
+    "ENV_NAMES": ("engine.secrets", "ENV_NAMES"),
+    "KeyName": ("engine.secrets", "KeyName"),
+    **{
+        n: ("engine.trace", n)
+        for n in (
+            "EvidenceReplay",
+            "RetrievalReplay",
+            "TraceRecord",
+            "TraceSummary",
+            "trace_id_for",
+        )
+    },
+    "VersionReport": ("engine.versions.updates", "VersionReport"),
+    "install_folder": ("engine.versions.updates", "install_folder"),
+    "check_for_updates": ("engine.versions.updates", "check_for_updates"),
+    "DataTooNew": ("engine.versions.upgrade", "DataTooNew"),
+    "UpgradeError": ("engine.versions.upgrade", "UpgradeError"),
+    "WriterBusy": ("engine.writer_lock", "WriterBusy"),
+}
+
+__all__ = [  # the public surface; tests/test_exports.py keeps it equal to _EXPORTS
+    "DEFAULT_COLLECTION",
+    "ENV_NAMES",
+    "SOURCE_RADIUS",
+    "USER_ERRORS",
+    "ActiveSnapshotInfo",
+    "AdmissionDecided",
+    "AnswerDelta",
+    "AnswerRetracted",
+    "App",
+    "AppError",
+    "AskResult",
+    "AskRun",
+    "BackupInfo",
+    "Budgets",
+    "BundleDiff",
+    "BundleInfo",
+    "CatalogError",
+    "Citation",
+    "Config",
+    "ConfigError",
+    "ConversationSummary",
+    "ConversationTrimmed",
+    "ConversationTurn",
+    "DataTooNew",
+    "DocumentView",
+    "EditResult",
+    "Event",
+    "Evidence",
+    "EvidenceReplay",
+    "FailedView",
+    "Finalizing",
+    "GcReport",
+    "ImportJob",
+    "ImportProgress",
+    "ImportResult",
+    "InvalidCollectionName",
+    "JobState",
+    "KeyCheck",
+    "KeyName",
+    "KeyStored",
+    "MarkerNumbers",
+    "ModelCallFinished",
+    "OutlineEntry",
+    "ProtocolError",
+    "RequestFinished",
+    "RetrievalReplay",
+    "SnapshotView",
+    "SourceBlock",
+    "SourceView",
+    "SpendingCapReached",
+    "SpendingTotals",
+    "StatusReport",
+    "ToolCallFinished",
+    "ToolCallStarted",
+    "TraceRecord",
+    "TraceSummary",
+    "TurnStarted",
+    "UpgradeError",
+    "UpgradeRequired",
+    "VersionReport",
+    "WriterBusy",
+    "WriterHealth",
+    "app_version",
+    "backups",
+    "check_for_updates",
+    "create_backup",
+    "data_home",
+    "explain_upgrade",
+    "install_folder",
+    "install_redaction",
+    "open_data",
+    "redact",
+    "restore_backup",
+    "run_upgrade",
+    "trace_id_for",
+]
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module, attribute = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module 'actors' has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

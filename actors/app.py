@@ -1,15 +1,23 @@
-"""The running app: the one object front ends (CLI, web) call.
+"""The running app: `App`, the one object both front ends (cli/, web/) call.
 
-Commands (import, status, snapshots, remove, collections) and event streams (import progress)
-live here; front ends never reach past it into engine/ or index/. Written against anyio only.
+`async with App.open(home)` (or `async with app.running()` on an App made earlier) runs one task
+group owning the long-lived actors: the trace writer (one per app, drop-not-block), the parse
+worker pool, background imports (one at a time, each an `ImportJob` handle), and questions
+(`AskRun` handles). Everything a page or a command does goes through a method here; a method
+that touches the disk for longer than a small file read is async and runs off the event loop.
+Written against anyio only.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import secrets
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
@@ -21,48 +29,85 @@ from actors.ingest import ImportProgress, ImportResult, Ingest, PauseGate
 from actors.journal import Journal
 from actors.origins import Origins, origins_of
 from actors.overrides import DocumentOverride, OverrideError, Overrides, clean_edit
-from engine.config import Config, load_config
+from actors.settings import (
+    effective_settings,
+    env_overrides,
+    file_settings,
+    merged_settings,
+    write_settings,
+)
+from actors.views import (
+    DocumentView,
+    FailedView,
+    KeyStored,
+    OutlineEntry,
+    SnapshotView,
+    StatusReport,
+    active_info,
+    documents_of,
+    failed_views,
+    outline_of,
+    snapshot_views,
+)
+from engine.config import Config, ConfigError, load_config
 from engine.embedding import (
     EmbeddingCache,
     EmbeddingProvider,
     LocalEmbedding,
     OpenAICompatibleEmbedding,
 )
-from engine.paths import DataDir, check_collection_name, data_home
-from engine.secrets import get_key
+from engine.harness import Budgets, Citation, Evidence, MarkerNumbers
+from engine.harness.citations import cited, resolve
+from engine.keycheck import KeyCheck, check_chat_key, check_embedding
+from engine.paths import DataDir, InvalidCollectionName, check_collection_name, data_home
+from engine.prompts.bundle import BundleError
+from engine.prompts.registry import BundleDiff, BundleInfo, BundleRegistry
+from engine.secrets import (
+    ENV_NAMES,
+    KeyName,
+    SecretStoreUnavailable,
+    get_key,
+    keyring_available,
+    mask,
+    set_key,
+)
 from engine.tokens import TokenCounter
-from engine.tools import ToolContext, ToolOutcome, run_tool
+from engine.tools import ToolContext, ToolOutcome, UnknownTool, run_tool
 from engine.versions.formats import APP_STATE_FORMAT
-from engine.writer_lock import writer_active, writer_lock
+from engine.writer_lock import WriterBusy, writer_active, writer_lock
 from index.fsutil import atomic_write
-from index.records import FailedDocument, SkippedFile, SnapshotManifest
+from index.records import SnapshotManifest
 from index.snapshot import VerifyResult, verify_snapshot
 
+if TYPE_CHECKING:
+    from actors.conversations import ConversationSummary, ConversationTurn
+    from actors.jobs import AskRun, ImportJob
+    from actors.source_view import SourceReader, SourceView
+    from actors.spending import SpendingTotals
+    from actors.trace_writer import TraceWriter, WriterHealth
+    from engine.trace import EvidenceReplay, RetrievalReplay, TraceRecord, TraceSummary
+
 DEFAULT_COLLECTION = "default"
+
+# Parse workers start this long after the app does: late enough not to slow the first page
+# down, early enough to be up before a person has picked files to import.
+PARSE_WARM_DELAY_S = 3.0
+
+_UPLOAD_NAME = re.compile(r"[^\w.\- ()\[\]]+")
 
 
 class AppError(Exception):
     """A command that cannot be carried out; the message says what to do."""
 
 
-class ActiveSnapshotInfo(msgspec.Struct, kw_only=True):
-    id: str
-    status: str
-    content_hash: str
-    documents: int
-    blocks: int
-    failed_documents: list[dict[str, str]]
-    skipped: list[dict[str, str]]
-    created_at: str
-    parent_id: str | None = None
-    embedding: str = ""
-
-
-class StatusReport(msgspec.Struct, kw_only=True):
-    collection: str
-    active_snapshot: ActiveSnapshotInfo | None
-    import_: dict[str, object] | None = msgspec.field(name="import", default=None)
-    data_dir: str = ""
+# Errors a person can act on; anything else is a bug and is shown as such.
+USER_ERRORS: tuple[type[Exception], ...] = (
+    AppError,
+    CatalogError,
+    ConfigError,
+    InvalidCollectionName,
+    WriterBusy,
+)
 
 
 class _State(msgspec.Struct):
@@ -70,18 +115,115 @@ class _State(msgspec.Struct):
     format_version: int = APP_STATE_FORMAT
 
 
+class _UiState(msgspec.Struct):  # ui/state.json (engine.versions.formats.UI_STATE_FORMAT)
+    first_run_done: bool = False
+
+
 class App:
     def __init__(self, data: DataDir, config: Config) -> None:
         self.data = data.ensure()
         self.config = config
+        self.current_import: ImportJob | None = None
         self._embedder: EmbeddingProvider | None = None
         self._embedding_cache: EmbeddingCache | None = None
         self._counter: TokenCounter | None = None
+        self._sources: SourceReader | None = None
+        self._tasks: anyio.abc.TaskGroup | None = None
+        self._trace_writer: TraceWriter | None = None
+        self._stop = anyio.Event()
+        self.stopped = anyio.Event()  # set once `serve` has ended
+
+    @classmethod
+    def at(cls, home: Path | None = None) -> App:
+        """The app of the data directory `home` (default: the per-user one, or CITEWISE_HOME)
+        with its settings; its actors start with `running()`."""
+        data = DataDir(home if home is not None else data_home())
+        return cls(data, load_config(data.config_file))
 
     @classmethod
     def from_environment(cls) -> App:
-        data = DataDir(data_home())
-        return cls(data, load_config(data.config_file))
+        return cls.at(None)
+
+    @classmethod
+    @asynccontextmanager
+    async def open(
+        cls, home: Path | None = None, *, warm_parse_workers_after: float | None = None
+    ) -> AsyncIterator[App]:
+        """The app of `home` with its actors running for the duration of the block."""
+        app = cls.at(home)
+        async with app.running(warm_parse_workers_after=warm_parse_workers_after):
+            yield app
+
+    # -- the actors --------------------------------------------------------------------------
+    @asynccontextmanager
+    async def running(self, *, warm_parse_workers_after: float | None = None) -> AsyncIterator[App]:
+        """Run the long-lived actors until the block ends: the trace writer, background
+        imports and questions started with `start_import`, and (when asked) the parse workers
+        warmed after `warm_parse_workers_after` seconds. Leaving the block pauses a running
+        import (its journal keeps it: the next start resumes it), then writes what the trace
+        writer still holds, then closes the embedding provider."""
+        from actors.tracing import open_app_trace_writer
+
+        if self._tasks is not None:
+            raise RuntimeError("the app is already running")
+        try:
+            async with open_app_trace_writer(self) as writer, anyio.create_task_group() as tg:
+                self._trace_writer, self._tasks = writer, tg
+                if warm_parse_workers_after is not None:
+                    tg.start_soon(self._warm_parse_workers, warm_parse_workers_after)
+                try:
+                    yield self
+                finally:
+                    job = self.current_import
+                    if job is not None and not job.finished.is_set():
+                        job.pause()
+                    tg.cancel_scope.cancel()
+        finally:
+            self._tasks = self._trace_writer = None
+            with anyio.CancelScope(shield=True):
+                await self.aclose()
+
+    async def serve(
+        self,
+        *,
+        started: Callable[[], object] | None = None,
+        warm_parse_workers_after: float | None = PARSE_WARM_DELAY_S,
+    ) -> None:
+        """Run the actors until `stop()` is called: for a front end (NiceGUI) whose start
+        and stop hooks run in different tasks."""
+        try:
+            async with self.running(warm_parse_workers_after=warm_parse_workers_after):
+                if started is not None:
+                    started()
+                await self._stop.wait()
+        finally:
+            self.stopped.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    @property
+    def is_running(self) -> bool:
+        return self._tasks is not None
+
+    @property
+    def trace_writer(self) -> TraceWriter | None:
+        """The app's one trace writer while the app runs."""
+        return self._trace_writer
+
+    def trace_health(self) -> WriterHealth | None:
+        """How the trace writer is doing (records dropped, store errors), while running."""
+        return None if self._trace_writer is None else self._trace_writer.health()
+
+    async def _warm_parse_workers(self, after_s: float) -> None:
+        from actors.parse_pool import warm_parse_workers
+
+        await anyio.sleep(after_s)
+        await warm_parse_workers()
+
+    async def warm(self) -> None:
+        """Load what the first request would wait for (the tokenizer loads in ~0.3 s)."""
+        await anyio.to_thread.run_sync(self.counter)
 
     async def aclose(self) -> None:
         if self._embedder is not None:
@@ -118,6 +260,87 @@ class App:
         if self._counter is None:
             self._counter = TokenCounter()
         return self._counter
+
+    def budgets(self) -> Budgets:
+        return Budgets.from_config(self.config)
+
+    # -- first run ---------------------------------------------------------------------------
+    def _ui_state_file(self) -> Path:
+        return self.data.root / "ui" / "state.json"
+
+    def first_run_done(self) -> bool:
+        try:
+            raw = self._ui_state_file().read_bytes()
+            return msgspec.json.decode(raw, type=_UiState).first_run_done
+        except (FileNotFoundError, msgspec.DecodeError, msgspec.ValidationError):
+            return False
+
+    def mark_first_run_done(self) -> None:
+        self._ui_state_file().parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(self._ui_state_file(), msgspec.json.encode(_UiState(first_run_done=True)))
+
+    # -- settings ----------------------------------------------------------------------------
+    def file_settings(self) -> Config:
+        """The settings as config.toml has them (environment overrides left out)."""
+        return file_settings(self.data.config_file)
+
+    def env_overrides(self) -> list[str]:
+        """`section.key` of every setting an environment variable currently overrides."""
+        return env_overrides()
+
+    async def save_settings(self, changes: Mapping[str, Mapping[str, Any]]) -> Config:
+        """Merge `changes` ({section: {key: value}}) into config.toml, validated first.
+
+        Raises ConfigError (nothing written) with the key, the value and what is allowed.
+        The app uses the new settings (plus environment overrides) from the next request on.
+        """
+        path = self.data.config_file
+        validated = await anyio.to_thread.run_sync(merged_settings, path, changes)
+        effective = effective_settings(validated)
+        embedding_changed = effective.embedding != self.config.embedding
+        if embedding_changed and self.importing():
+            raise ConfigError(
+                "the embedding settings cannot change while an import is running; wait for it "
+                "to finish (or cancel it) and save again"
+            )
+        await anyio.to_thread.run_sync(write_settings, path, validated)
+        self.config = effective
+        if embedding_changed:
+            await self.aclose()  # the next import or search opens the new provider
+        return effective
+
+    # -- keys --------------------------------------------------------------------------------
+    def key_shown(self, name: KeyName) -> str:
+        return mask(get_key(name))
+
+    def key_is_set(self, name: KeyName) -> bool:
+        return get_key(name) is not None
+
+    def keyring_available(self) -> bool:
+        return keyring_available()
+
+    def store_key(self, name: KeyName, value: str) -> KeyStored:
+        """Keep a key: in the OS credential store, or where there is none, in this process's
+        memory only (never on disk), so that this session works and the user is told so."""
+        value = value.strip()
+        if not value:
+            raise AppError("the key is empty: paste it, then save")
+        try:
+            set_key(name, value)
+            return KeyStored("keyring", mask(value))
+        except SecretStoreUnavailable:
+            os.environ[ENV_NAMES[name]] = value
+            return KeyStored("session", mask(value))
+
+    async def test_key(
+        self, name: KeyName, value: str | None = None, config: Config | None = None
+    ) -> KeyCheck:
+        """A connectivity test with `value` (or the stored key) and `config` (or the app's)."""
+        c = config or self.config
+        key = value.strip() if value else await anyio.to_thread.run_sync(get_key, name)
+        if name == "deepseek":
+            return await check_chat_key(c.chat, c.network, key)
+        return await check_embedding(c.embedding, c.network, key)
 
     # -- collections -------------------------------------------------------------------------
     def _state_file(self) -> Path:
@@ -156,6 +379,7 @@ class App:
         atomic_write(self._state_file(), msgspec.json.encode(_State(name)))
 
     def rename_collection(self, old: str, new: str) -> None:
+        self._origins(old)  # folds an older UI's record into the collection, which moves
         src, dst = self.data.collection(old), self.data.collection(new)
         if not src.is_dir():
             raise AppError(f"there is no collection {old!r}")
@@ -167,6 +391,7 @@ class App:
                 atomic_write(self._state_file(), msgspec.json.encode(_State(new)))
 
     def delete_collection(self, name: str) -> None:
+        self._origins(name)  # an older UI's record goes with the collection
         path = self.data.collection(name)
         if not path.is_dir():
             raise AppError(f"there is no collection {name!r}")
@@ -183,6 +408,52 @@ class App:
     def pending_import(self, collection: str | None = None) -> bool:
         return Journal(self.data.journal(self.resolve_collection(collection))).load() is not None
 
+    def importing(self) -> bool:
+        job = self.current_import
+        return job is not None and not job.finished.is_set()
+
+    def new_import(
+        self,
+        paths: Sequence[Path],
+        collection: str | None = None,
+        *,
+        removals: Sequence[str] = (),
+        wait_for_writer_s: float = 0.0,
+    ) -> ImportJob:
+        """An import job, not started: `await job.run()` in a task of the caller's. One at a
+        time per app. `start_import` runs it in the app's own task group instead."""
+        from actors.jobs import ImportJob
+
+        if self.importing():
+            raise AppError("an import is already running; wait for it, or pause or cancel it first")
+        job = ImportJob(
+            self,
+            self.resolve_collection(collection),
+            paths,
+            removals=removals,
+            wait_for_writer_s=wait_for_writer_s,
+        )
+        self.current_import = job
+        return job
+
+    def start_import(
+        self,
+        paths: Sequence[Path],
+        collection: str | None = None,
+        *,
+        removals: Sequence[str] = (),
+        wait_for_writer_s: float = 0.0,
+    ) -> ImportJob:
+        """Start an import in the background; leaving a page or closing the window never
+        stops it (closing the app pauses it). Watch it with `job.progress_events()`."""
+        if self._tasks is None:
+            raise RuntimeError("start_import needs a running app (App.open or app.running())")
+        job = self.new_import(
+            paths, collection, removals=removals, wait_for_writer_s=wait_for_writer_s
+        )
+        self._tasks.start_soon(job.run, name=f"citewise-import-{job.collection}")
+        return job
+
     async def import_paths(
         self,
         paths: Sequence[Path],
@@ -193,6 +464,7 @@ class App:
         removals: Sequence[str] = (),
         wait_for_writer_s: float = 0.0,
     ) -> ImportResult:
+        """Import in the calling task (the pipeline an ImportJob runs)."""
         name = self.resolve_collection(collection)
         with writer_lock(self.data, wait_for_writer_s):
             # Recorded first, so an import that is killed and resumed still knows them.
@@ -213,8 +485,32 @@ class App:
             await anyio.to_thread.run_sync(ingest.catalog.gc, s.keep_last, s.keep_days)
             return result
 
+    def retry_paths(self, sources: Sequence[str], collection: str | None = None) -> list[Path]:
+        origins = self._origins(self.resolve_collection(collection))
+        missing = [s for s in sources if s not in origins or not Path(origins[s]).is_file()]
+        if missing:
+            raise AppError(
+                f"the original file of {', '.join(missing)} is not known or has moved; "
+                "import it again by choosing the file"
+            )
+        return [Path(origins[s]) for s in sources]
+
+    def upload_path(self, filename: str, collection: str | None = None) -> Path:
+        """Where an uploaded file is kept (its name cleaned so it cannot leave the folder)."""
+        name = _UPLOAD_NAME.sub("_", Path(filename.replace("\\", "/")).name).strip(" .")
+        if not name:
+            raise AppError(f"{filename!r} is not a usable file name; rename the file")
+        folder = self.data.root / "uploads" / self.resolve_collection(collection)
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder / name
+
+    def _origins(self, collection: str) -> dict[str, str]:
+        return Origins(self.data, collection).load()
+
     async def remove(self, items: Sequence[str], *, collection: str | None = None) -> ImportResult:
         """Take documents (by source or doc_id) out: a new snapshot without them."""
+        if self.importing():
+            raise AppError("an import is running; wait for it to finish, then remove")
         catalog = self.catalog(collection)
         manifest = catalog.active_manifest()
         if manifest is None:
@@ -249,6 +545,8 @@ class App:
     ) -> EditResult:
         """Change a document's title, source label or aliases (by doc_id or source): a new
         snapshot that carries everything else over, and an edit later imports keep."""
+        if self.importing():
+            raise AppError("an import is running; wait for it to finish, then edit")
         catalog = self.catalog(collection)
         try:
             edit = clean_edit(title=title, source_label=source_label, aliases=aliases)
@@ -267,14 +565,14 @@ class App:
     async def run_tool(
         self,
         name: str,
-        args: str | bytes,
+        args: str | bytes | Mapping[str, Any],
         *,
         collection: str | None = None,
         snapshot_id: str | None = None,
     ) -> ToolOutcome:
         """One tool call on the active (or the named) snapshot, exactly as the agent makes it.
 
-        Raises UnknownTool for a name that is not one of the five; every other problem is the
+        Raises AppError for a name that is not one of the five; every other problem is the
         tool's own error result (no snapshot at all → collection_unavailable).
         """
         catalog = self.catalog(collection)
@@ -286,16 +584,20 @@ class App:
         sid = snapshot_id or catalog.active_id()
         embedder = self.embedder()
         counter = await anyio.to_thread.run_sync(self.counter)
-        if sid is None:
-            return await run_tool(ToolContext(None, embedder, counter), name, args)
-        with catalog.pinned(sid) as snapshot:
-            return await run_tool(ToolContext(snapshot, embedder, counter), name, args)
+        call_args = args if isinstance(args, str | bytes) else dict(args)
+        try:
+            if sid is None:
+                return await run_tool(ToolContext(None, embedder, counter), name, call_args)
+            with catalog.pinned(sid) as snapshot:
+                return await run_tool(ToolContext(snapshot, embedder, counter), name, call_args)
+        except UnknownTool as exc:
+            raise AppError(str(exc)) from None
 
-    # -- status and snapshots ----------------------------------------------------------------
+    # -- status, library and snapshots -------------------------------------------------------
     def status(self, collection: str | None = None) -> StatusReport:
         catalog = self.catalog(collection)
         manifest = catalog.active_manifest()
-        active = None if manifest is None else _active_info(manifest)
+        active = None if manifest is None else active_info(manifest)
         journal = Journal(self.data.journal(catalog.collection))
         progress: dict[str, object] | None = None
         if journal.load() is not None:
@@ -312,7 +614,37 @@ class App:
             data_dir=str(self.data.root),
         )
 
-    def snapshots(self, collection: str | None = None) -> tuple[str | None, list[SnapshotManifest]]:
+    def documents(self, collection: str | None = None) -> list[DocumentView]:
+        with self.catalog(collection).pin_active() as snap:
+            return [] if snap is None else documents_of(snap)
+
+    def outline(self, doc_id: str, collection: str | None = None) -> list[OutlineEntry]:
+        with self.catalog(collection).pin_active() as snap:
+            doc = None if snap is None else snap.doc_ordinal(doc_id)
+            if snap is None or doc is None:
+                raise AppError(f"document {doc_id} is not in the active snapshot any more")
+            return outline_of(snap, doc)
+
+    def failed(self, collection: str | None = None) -> list[FailedView]:
+        """Documents the active snapshot lists as failed, newest import's failures included."""
+        name = self.resolve_collection(collection)
+        manifest = self.catalog(name).active_manifest()
+        failures = list(manifest.failed_documents) if manifest else []
+        job = self.current_import
+        result = job.result if job is not None and job.collection == name else None
+        if result is not None and result.status == "failed":  # no snapshot lists them
+            known = {f.source for f in failures}
+            failures += [f for f in result.failed_documents if f.source not in known]
+        return failed_views(failures, self._origins(name))
+
+    def snapshots(self, collection: str | None = None) -> list[SnapshotView]:
+        """The snapshot history, oldest first."""
+        active, manifests = self.snapshot_manifests(collection)
+        return snapshot_views(active, manifests)
+
+    def snapshot_manifests(
+        self, collection: str | None = None
+    ) -> tuple[str | None, list[SnapshotManifest]]:
         catalog = self.catalog(collection)
         return catalog.active_id(), catalog.list()
 
@@ -337,25 +669,139 @@ class App:
         with writer_lock(self.data):
             return await anyio.to_thread.run_sync(catalog.gc, s.keep_last, s.keep_days)
 
+    # -- the source viewer -------------------------------------------------------------------
+    def _source_reader(self) -> SourceReader:
+        if self._sources is None:
+            from actors.source_view import SourceReader
 
-def _active_info(m: SnapshotManifest) -> ActiveSnapshotInfo:
-    return ActiveSnapshotInfo(
-        id=m.snapshot_id,
-        status=m.status,
-        content_hash=m.content_hash,
-        documents=len(m.documents),
-        blocks=sum(d.blocks for d in m.documents),
-        failed_documents=[_failed(f) for f in m.failed_documents],
-        skipped=[_skipped(s) for s in m.skipped],
-        created_at=m.created_at,
-        parent_id=m.parent_id,
-        embedding=f"{m.embedding.provider}:{m.embedding.model}" if m.embedding else "",
-    )
+            self._sources = SourceReader(self)
+        return self._sources
+
+    async def source_view(
+        self,
+        doc_id: str,
+        block_id: str,
+        *,
+        snapshot_id: str | None = None,
+        collection: str | None = None,
+    ) -> SourceView:
+        """The cited block among its section's neighbours, read from the snapshot the answer
+        used (or the active one); says plainly when that snapshot is gone. For a PDF, the
+        original file when it is where it was imported from and unchanged."""
+        return await self._source_reader().view(
+            doc_id, block_id, snapshot_id=snapshot_id, collection=collection
+        )
+
+    async def render_pdf_page(self, path: str, page: int, highlight: Sequence[str] = ()) -> bytes:
+        """PNG of a 1-based page of the PDF, with the text of `highlight` marked."""
+        return await self._source_reader().render_pdf_page(path, page, highlight)
+
+    # -- questions and conversations ---------------------------------------------------------
+    def new_question(
+        self, question: str, conversation_id: str | None = None, collection: str | None = None
+    ) -> AskRun:
+        """A question to run with `await run.run(on_event)`; `run.stop()` cancels it."""
+        from actors.jobs import AskRun
+
+        return AskRun(self, question, conversation_id, self.resolve_collection(collection))
+
+    def conversations(self, collection: str | None = None) -> list[ConversationSummary]:
+        from actors.conversations import ConversationStore
+
+        return ConversationStore(self.data, self.resolve_collection(collection)).list()
+
+    def conversation(
+        self, conversation_id: str, collection: str | None = None
+    ) -> list[ConversationTurn]:
+        from actors.conversations import ConversationStore
+
+        store = ConversationStore(self.data, self.resolve_collection(collection))
+        return store.load(conversation_id)
+
+    def history_citations(
+        self, answer: str, snapshot_id: str | None, collection: str | None = None
+    ) -> list[Citation]:
+        """The citations of an earlier answer, looked up again in the snapshot it used.
+
+        Which blocks that request had retrieved is not kept with the conversation, so a
+        citation counts as valid here when its block exists in that snapshot."""
+        catalog = self.catalog(collection)
+        if snapshot_id is None or catalog.manifest(snapshot_id) is None:
+            return []
+        with catalog.pinned(snapshot_id) as snap:
+            return resolve(answer, _cited_evidence(answer), snap)
+
+    def numbered(self, answer: str) -> str:
+        """An earlier answer with its citation markers shown as [n]."""
+        numbers = MarkerNumbers(_cited_evidence(answer))
+        return numbers.feed(answer) + numbers.flush()
+
+    def spending(self) -> SpendingTotals:
+        """Today's and this month's chat cost with the caps of the current settings (one small
+        ledger file is read)."""
+        from actors.spending import spending_for
+
+        return spending_for(self).totals()
+
+    # -- traces ------------------------------------------------------------------------------
+    def traces(self, limit: int = 100) -> list[TraceSummary]:
+        """The latest request traces, newest first (none yet is an empty list)."""
+        from actors.tracing import list_traces
+
+        return list_traces(self, limit=limit)
+
+    def trace(self, trace_id: str) -> TraceRecord:
+        from actors.tracing import get_trace
+
+        return get_trace(self, trace_id)
+
+    def evidence_replay(self, trace_id: str) -> EvidenceReplay:
+        """Exactly what the model saw, from the trace's artifacts (full mode only)."""
+        from actors.tracing import evidence
+
+        return evidence(self, trace_id)
+
+    async def retrieval_replay(self, trace_id: str) -> RetrievalReplay:
+        """The request's tool calls run again on its pinned snapshot, diffed."""
+        from actors.tracing import retrieval
+
+        return await retrieval(self, trace_id)
+
+    # -- prompt bundles ----------------------------------------------------------------------
+    def bundles(self) -> list[BundleInfo]:
+        """Every prompt bundle (shipped first); `active` marks the one new questions use."""
+        try:
+            return BundleRegistry.of(self.data).list()
+        except BundleError as exc:
+            raise AppError(str(exc)) from None
+
+    def bundle_diff(self, a: str, b: str) -> BundleDiff:
+        try:
+            return BundleRegistry.of(self.data).diff(a, b)
+        except BundleError as exc:
+            raise AppError(str(exc)) from None
+
+    def promote_bundle(self, ref: str) -> str:
+        """Make a frozen bundle the baseline (the page asked first); its id@version."""
+        try:
+            bundle = BundleRegistry.of(self.data).promote(ref, confirm=True)
+        except BundleError as exc:
+            raise AppError(str(exc)) from None
+        return f"{bundle.id}@{bundle.version}"
+
+    def rollback_bundle(self) -> str:
+        """Return to the baseline before the last promotion; its id@version."""
+        try:
+            bundle = BundleRegistry.of(self.data).rollback()
+        except BundleError as exc:
+            raise AppError(str(exc)) from None
+        return f"{bundle.id}@{bundle.version}"
 
 
-def _failed(f: FailedDocument) -> dict[str, str]:
-    return {"source": f.source, "stage": f.stage, "reason": f.reason, "message": f.message}
-
-
-def _skipped(s: SkippedFile) -> dict[str, str]:
-    return {"source": s.source, "reason": s.reason}
+def _cited_evidence(answer: str) -> Evidence:
+    """Every block an answer's markers cite, as evidence seen (the answer is from history)."""
+    evidence = Evidence()
+    for item, _ in cited(answer):
+        doc_id, _, block_id = item.partition("#")
+        evidence.add(doc_id, block_id, "history")
+    return evidence

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import msgspec
 
-from engine.harness.machine import app_version
 from engine.paths import DataDir
+from engine.versions import app_version
 from engine.versions.formats import current_versions
 from engine.versions.upgrade import (
     BACKUP_INFO,
@@ -59,7 +59,7 @@ def backups(root: Path) -> list[BackupInfo]:
     return list_backups(root)
 
 
-def create(root: Path, reason: str = "made by hand") -> BackupInfo:
+def create_backup(root: Path, reason: str = "made by hand") -> BackupInfo:
     """Back up the data as it is now (config and data, never keys), e.g. before an experiment;
     snapshot files are hard-linked, everything else copied."""
     with writer_lock(DataDir(root)):
@@ -75,7 +75,7 @@ def create(root: Path, reason: str = "made by hand") -> BackupInfo:
         )
 
 
-def restore(
+def restore_backup(
     root: Path, backup_id: str, *, current: Mapping[str, int] | None = None
 ) -> RestoreReport:
     """Make backup `backup_id` the live data; the data it replaces is backed up first."""

@@ -30,7 +30,6 @@ from actors.trace_writer import TraceWriter, open_trace_writer
 from engine.chat import ChatClient
 from engine.config import Config, dump_config
 from engine.harness import Budgets, EarlierTurn, Event, Limits, Request, run_manifest
-from engine.harness.machine import app_version
 from engine.paths import InvalidCollectionName
 from engine.prompts.bundle import BundleError as PromptBundleError
 from engine.prompts.bundle import PromptBundle
@@ -66,6 +65,7 @@ from engine.trace import (
     write_bundle,
 )
 from engine.trace.model import REQUEST_ID
+from engine.versions import app_version
 
 TRACES_DIR = "traces"
 BUNDLES_DIR = "bundles"
@@ -106,9 +106,9 @@ def key_values() -> list[str]:
 
 
 @asynccontextmanager
-async def trace_writer(app: App, **overrides: Any) -> AsyncIterator[TraceWriter]:
-    """The app's trace writer, with the [trace] settings and, when the standard OTEL_*
-    variables ask for it, OTLP export. Leaving the block writes what is queued."""
+async def open_app_trace_writer(app: App, **overrides: Any) -> AsyncIterator[TraceWriter]:
+    """A trace writer with the app's [trace] settings and, when the standard OTEL_* variables
+    ask for it, OTLP export. Leaving the block writes what is queued."""
     t = app.config.trace
     options: dict[str, Any] = {
         "mode": t.mode,
@@ -119,6 +119,17 @@ async def trace_writer(app: App, **overrides: Any) -> AsyncIterator[TraceWriter]
     }
     options.update(overrides)
     async with open_trace_writer(partial(open_store, app), **options) as writer:
+        yield writer
+
+
+@asynccontextmanager
+async def trace_writer(app: App, **overrides: Any) -> AsyncIterator[TraceWriter]:
+    """The app's one trace writer while the app runs; otherwise (an App used without
+    `running()`, or with `overrides`) a writer for the duration of the block."""
+    if app.trace_writer is not None and not overrides:
+        yield app.trace_writer
+        return
+    async with open_app_trace_writer(app, **overrides) as writer:
         yield writer
 
 

@@ -21,9 +21,9 @@ from actors.conversations import ConversationTurn
 from actors.journal import Job
 from engine.config import load_config
 from engine.embedding.cache import CACHE_FORMAT
-from engine.harness.machine import app_version
 from engine.paths import DataDir
 from engine.trace.store import DB_NAME, SCHEMA_VERSION, TraceStore
+from engine.versions import app_version
 from engine.versions.formats import current_versions
 from engine.versions.upgrade import (
     BackupEstimate,
@@ -94,7 +94,7 @@ def _mb(n: int) -> str:
     return f"{n / (1 << 20):.1f} MB"
 
 
-def explain(
+def explain_upgrade(
     root: Path,
     *,
     migrations: Sequence[Migration] = MIGRATIONS,

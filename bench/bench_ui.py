@@ -5,8 +5,8 @@ shown, each idle versus loaded in one run.
 
 The server is `web.launcher.serve` run by this module (`python -m bench.bench_ui --serve …`)
 with two instruments added: a lag sampler task on NiceGUI's loop (sleeps 10 ms, records the
-overshoot) and a UiService that times the viewer's server-side work. Ten imports run as
-UiService ImportJobs, one per collection, on disjoint parts of the shared corpus (nothing is
+overshoot) and a App that times the viewer's server-side work. Ten imports run as
+App ImportJobs, one per collection, on disjoint parts of the shared corpus (nothing is
 deduplicated by a cache). Answers come from the scripted loopback chat server of tests/servers;
 the browser is Debian's Chromium driven by Playwright. Data goes to temporary directories only.
 """
@@ -68,12 +68,12 @@ def _p(samples: Sequence[float], q: float) -> float:
 def _serve_instrumented(port: int, groups_file: Path) -> None:
     from nicegui import app
 
-    from actors.ui_service import ImportJob, UiService
+    from actors import App, ImportJob
     from web.launcher import serve
 
     timings: dict[str, list[float]] = {"source_view": [], "render_pdf_page": []}
 
-    class TimedService(UiService):
+    class TimedService(App):
         """The real service; the viewer's two server-side calls are timed."""
 
         async def source_view(self, *args: Any, **kw: Any) -> Any:
@@ -90,7 +90,7 @@ def _serve_instrumented(port: int, groups_file: Path) -> None:
             finally:
                 timings["render_pdf_page"].append(time.perf_counter() - t0)
 
-    base = UiService.from_environment()
+    base = App.from_environment()
     service = TimedService(base.app)
     lag: list[float] = []
     jobs: list[ImportJob] = []

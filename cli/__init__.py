@@ -13,9 +13,9 @@ from collections.abc import Sequence
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from engine import redaction
+    from actors import install_redaction
 
-    redaction.install()  # before anything can log: no key reaches a log or a traceback
+    install_redaction()  # before anything can log: no key reaches a log or a traceback
     from cli.commands import main as run_command
 
     return run_command(argv)

@@ -13,13 +13,10 @@ import sys
 from typing import Any
 
 import anyio.to_thread
-import msgspec
-from rich.console import Console
 from rich.markup import escape
 
-from actors.app import App, AppError
-from actors.asking import AskResult, ask
-from actors.tracing import trace_writer, traced
+from actors import App, AppError, AskResult
+from cli.output import EXIT_FAIL, EXIT_OK, emit_json, err
 from engine.harness import (
     ANSWERED,
     AnswerDelta,
@@ -36,15 +33,6 @@ from engine.harness import (
     ToolCallStarted,
 )
 from engine.secrets import ENV_NAMES, KeyName, SecretStoreUnavailable, get_key, mask, set_key
-
-EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
-
-err = Console(stderr=True, highlight=False)
-
-
-def _emit_json(value: Any) -> None:
-    sys.stdout.write(msgspec.json.encode(value).decode() + "\n")
-    sys.stdout.flush()
 
 
 class _AnswerPrinter:
@@ -108,16 +96,12 @@ async def cmd_ask(app: App, args: argparse.Namespace) -> int:
     if not question:
         raise AppError('ask needs a question, e.g. citewise ask "what is the event loop?"')
     printer = _AnswerPrinter(quiet=args.json)
-    async with trace_writer(app) as writer:
-        result = await ask(
-            app,
-            question,
-            conversation_id=args.conversation,
-            collection=args.collection,
-            on_event=traced(writer, printer),
-        )
+    run = app.new_question(question, args.conversation, args.collection)
+    result = await run.run(printer)
     printer.done()
-    dropped = writer.health().dropped
+    dropped = run.trace_dropped
+    if result is None:  # stopped: nothing was recorded
+        return EXIT_FAIL
     if dropped:
         err.print(f"[yellow]the trace of this answer is partial: {dropped} records were dropped[/]")
     return _report(result, as_json=args.json)
@@ -128,7 +112,7 @@ def _report(result: AskResult, *, as_json: bool) -> int:
     code = EXIT_OK if f.answer is not None else EXIT_FAIL
     c = f.counters
     if as_json:
-        _emit_json(
+        emit_json(
             {
                 "answer": f.answer,
                 "citations": f.citations,
@@ -185,7 +169,7 @@ async def cmd_keys(app: App, args: argparse.Namespace) -> int:
     if action == "status":
         status = {n: {"set": get_key(n) is not None, "shown_as": mask(get_key(n))} for n in names}
         if args.json:
-            _emit_json(status)
+            emit_json(status)
         else:
             for n, s in status.items():
                 print(f"{n}: {s['shown_as']}")
@@ -200,12 +184,12 @@ async def cmd_keys(app: App, args: argparse.Namespace) -> int:
             await anyio.to_thread.run_sync(set_key, args.name, key)
         except SecretStoreUnavailable as exc:
             if args.json:
-                _emit_json({"stored": False, "message": str(exc), "env": ENV_NAMES[args.name]})
+                emit_json({"stored": False, "message": str(exc), "env": ENV_NAMES[args.name]})
             else:
                 err.print(f"[yellow]{escape(str(exc))}[/]")
             return EXIT_FAIL
         if args.json:
-            _emit_json({"stored": True, "key": args.name, "shown_as": mask(key)})
+            emit_json({"stored": True, "key": args.name, "shown_as": mask(key)})
         else:
             print(f"{args.name} key stored in the system credential store ({mask(key)})")
         return EXIT_OK
@@ -227,7 +211,7 @@ async def _test_keys(app: App, names: list[KeyName], *, as_json: bool) -> int:
             results[name] = await check_embedding(c.embedding, c.network, key)
     ok = all(r.ok for r in results.values())
     if as_json:
-        _emit_json(results)
+        emit_json(results)
     else:
         for which, r in results.items():
             mark = "[green]ok[/]" if r.ok else f"[red]{r.code}[/]"

@@ -10,13 +10,11 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Coroutine, Sequence
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 import anyio
 import msgspec
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import (
     BarColumn,
@@ -28,39 +26,23 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from actors.app import App, AppError
-from actors.catalog import CatalogError
-from actors.ingest import ImportProgress, ImportResult
-from actors.spending import SpendingCapReached
-from actors.upgrade import UpgradeRequired
+from actors import App, AppError, ImportProgress, ImportResult, app_version, redact
 from cli.ask import add_parsers as add_ask_parsers
 from cli.evaluate import add_parsers as add_eval_parsers
+from cli.output import (
+    EXIT_FAIL,
+    EXIT_OK,
+    EXIT_PARTIAL,
+    EXIT_USAGE,
+    emit_json,
+    err,
+    exit_code_for,
+    out,
+)
 from cli.serve import add_parsers as add_serve_parsers
 from cli.trace import add_parsers as add_trace_parsers
 from cli.upgrade import add_parsers as add_upgrade_parsers
 from cli.upgrade import gate as data_gate
-from engine.config import ConfigError
-from engine.paths import InvalidCollectionName
-from engine.redaction import redact
-from engine.versions.upgrade import UpgradeError
-from engine.writer_lock import WriterBusy
-
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_PARTIAL = 0, 1, 2, 3
-
-err = Console(stderr=True, highlight=False)
-out = Console(highlight=False, soft_wrap=True)
-
-
-def app_version() -> str:
-    try:
-        return version("citewise")
-    except PackageNotFoundError:
-        return "0.0.0+unknown"
-
-
-def emit_json(value: Any) -> None:
-    sys.stdout.write(msgspec.json.encode(value).decode() + "\n")
-    sys.stdout.flush()
 
 
 # -- import -----------------------------------------------------------------------------------
@@ -117,9 +99,10 @@ async def cmd_import(app: App, args: argparse.Namespace) -> int:
         err.print("resuming the interrupted import…")
     view = _ProgressView(enabled=(not args.json and err.is_terminal) or args.progress)
     with view.progress:
-        result = await app.import_paths(
-            paths, collection=args.collection, on_progress=view.update, wait_for_writer_s=args.wait
-        )
+        job = app.start_import(paths, args.collection, wait_for_writer_s=args.wait)
+        async for progress in job.progress_events():
+            view.update(progress)
+        result = await job.wait()
     return _report_import(result, args.json)
 
 
@@ -204,7 +187,7 @@ async def cmd_status(app: App, args: argparse.Namespace) -> int:
 async def cmd_snapshots(app: App, args: argparse.Namespace) -> int:
     action = args.action or "list"
     if action == "list":
-        active, manifests = app.snapshots(args.collection)
+        active, manifests = app.snapshot_manifests(args.collection)
         if args.json:
             emit_json(
                 {
@@ -350,14 +333,9 @@ async def cmd_documents(app: App, args: argparse.Namespace) -> int:
 
 async def cmd_tool(app: App, args: argparse.Namespace) -> int:
     """Print the exact result JSON the model would see; 0 for results and legal empties."""
-    from engine.tools import UnknownTool
-
-    try:
-        outcome = await app.run_tool(
-            args.name, args.args, collection=args.collection, snapshot_id=args.snapshot
-        )
-    except UnknownTool as exc:
-        raise AppError(str(exc)) from None
+    outcome = await app.run_tool(
+        args.name, args.args, collection=args.collection, snapshot_id=args.snapshot
+    )
     sys.stdout.write(outcome.json.decode("utf-8") + "\n")
     sys.stdout.flush()
     return EXIT_USAGE if outcome.is_error else EXIT_OK
@@ -452,22 +430,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 async def _run(func: Command, args: argparse.Namespace) -> int:
     data_gate(args.command)  # refuses data of a newer build, or data that needs `upgrade`
-    app = App.from_environment()
-    try:
+    async with App.open() as app:
         return await func(app, args)
-    finally:
-        await app.aclose()
-
-
-USER_ERRORS = (
-    AppError,
-    CatalogError,
-    ConfigError,
-    InvalidCollectionName,
-    WriterBusy,
-    UpgradeError,
-    UpgradeRequired,
-)
 
 
 def _sole_error(exc: BaseException) -> BaseException:
@@ -497,12 +461,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as group:
         # A task group (e.g. the trace writer's) wraps a user error raised inside it.
         exc = _sole_error(group)
-        if isinstance(exc, SpendingCapReached):  # the request was refused: a failure (SPEC §12)
+        known = exit_code_for(exc)
+        if known is not None:
             err.print(f"[red]error:[/] {escape(redact(str(exc)))}")
-            return EXIT_FAIL
-        if isinstance(exc, USER_ERRORS):
-            err.print(f"[red]error:[/] {escape(redact(str(exc)))}")
-            return EXIT_USAGE
+            return known
         # Last resort: the user sees what broke, not a traceback.
         err.print(f"[red]unexpected error:[/] {type(exc).__name__}: {escape(redact(str(exc)))}")
         err.print("please report this with `citewise status --json` output")

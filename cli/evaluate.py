@@ -7,14 +7,12 @@ stdout (progress goes to stderr). It never promotes without --yes or writes into
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
 import msgspec
-from rich.console import Console
 from rich.table import Table
 
 from actors.app import App, AppError
@@ -24,6 +22,7 @@ from actors.harness import open_request
 from actors.spending import spending_for
 from actors.trace_writer import TraceWriter
 from actors.tracing import trace_writer
+from cli.output import EXIT_FAIL, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, emit_json, err, out
 from engine.chat import ChatClient
 from engine.clock import utc_timestamp
 from engine.evaluation import (
@@ -51,28 +50,19 @@ from engine.evaluation import (
     write_report,
 )
 from engine.harness import PROTOCOL_VERSION, Request
-from engine.harness.machine import app_version
 from engine.prompts.bundle import BundleError, PromptBundle
 from engine.prompts.registry import BundleInfo, BundleRegistry
 from engine.tools import RETRIEVAL_VERSION, TOOL_CONTRACT_VERSION, ToolContext
 from engine.trace import app_build, behaviour_settings
+from engine.versions import app_version
 from index.snapshot import Snapshot
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_PARTIAL = 0, 1, 2, 3
 EVALS_DIR = "evals"  # DATA/evals/<eval id>/ unless --out names another folder
 PROMPT_ACTIONS = ("list", "show", "new", "diff", "freeze", "promote", "rollback")
 # Runs that ended for reasons outside the answer checks: the evaluation is partial.
 _INFRASTRUCTURE = frozenset(
     {"model_error", "internal_error", "cancelled", "collection_unavailable"}
 )
-
-err = Console(stderr=True, highlight=False)
-out = Console(highlight=False, soft_wrap=True)
-
-
-def _emit_json(value: Any) -> None:
-    sys.stdout.write(msgspec.json.encode(value).decode() + "\n")
-    sys.stdout.flush()
 
 
 def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -146,7 +136,7 @@ def _prompts(registry: BundleRegistry, args: argparse.Namespace) -> int:
         infos = registry.list()
         if args.json:
             active = next((i.ref for i in infos if i.active), None)
-            _emit_json({"bundles": infos, "active": active})
+            emit_json({"bundles": infos, "active": active})
         else:
             _print_list(infos)
         return EXIT_OK
@@ -155,7 +145,7 @@ def _prompts(registry: BundleRegistry, args: argparse.Namespace) -> int:
         info = registry.info(ref)
         bundle = registry.get(ref) if info.status in ("frozen", "draft") else None
         if args.json:
-            _emit_json({"bundle": info, "templates": bundle.templates if bundle else None})
+            emit_json({"bundle": info, "templates": bundle.templates if bundle else None})
             return EXIT_OK
         _print_list([info])
         if info.problem:
@@ -170,7 +160,7 @@ def _prompts(registry: BundleRegistry, args: argparse.Namespace) -> int:
             raise AppError("say which bundle to start from: `citewise prompts new --from ID`")
         bundle = registry.new(args.source, ident=args.new_id, description=args.description)
         if args.json:
-            _emit_json({"created": _bundle_json(bundle)})
+            emit_json({"created": _bundle_json(bundle)})
         else:
             out.print(
                 f"created {bundle.id}@{bundle.version} (parent {bundle.parent}, not frozen) in "
@@ -183,14 +173,14 @@ def _prompts(registry: BundleRegistry, args: argparse.Namespace) -> int:
             raise AppError("`citewise prompts diff A B` takes two bundles")
         diff = registry.diff(args.ids[0], args.ids[1])
         if args.json:
-            _emit_json(diff)
+            emit_json(diff)
         else:
             out.print(diff.text(), markup=False)
         return EXIT_OK
     if action == "freeze":
         bundle = registry.freeze(_one(args, "bundle"))
         if args.json:
-            _emit_json({"frozen": _bundle_json(bundle)})
+            emit_json({"frozen": _bundle_json(bundle)})
         else:
             out.print(f"{bundle.id}@{bundle.version} is frozen (hash {bundle.hash})")
         return EXIT_OK
@@ -222,7 +212,7 @@ def _prompts(registry: BundleRegistry, args: argparse.Namespace) -> int:
 def _baseline_changed(bundle: PromptBundle, before: PromptBundle, as_json: bool, verb: str) -> int:
     previous = f"{before.id}@{before.version}"
     if as_json:
-        _emit_json({"active": _bundle_json(bundle), "previous": previous})
+        emit_json({"active": _bundle_json(bundle), "previous": previous})
     else:
         out.print(
             f"{verb}: {bundle.id}@{bundle.version} ({bundle.source}) is the baseline for new "
@@ -279,7 +269,7 @@ async def cmd_eval(app: App, args: argparse.Namespace) -> int:
     if checks and all(c.termination_reason in _INFRASTRUCTURE for c in checks):
         code = EXIT_FAIL
     if args.json:
-        _emit_json(result)
+        emit_json(result)
     else:
         _print_result(result)
     return code

@@ -13,7 +13,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+from cli.output import EXIT_OK, EXIT_USAGE, exit_code_for
+
 LOOPBACK = "127.0.0.1"
 
 
@@ -60,8 +61,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     redaction.install()  # no key in any log line or traceback, uvicorn's included
     # Imported here: the UI toolkit loads only when serving, and web/ sits above actors/.
+
     from actors.app import App
-    from actors.ui_service import USER_ERRORS
     from web.launcher import LaunchRefused, serve
 
     try:
@@ -78,9 +79,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except LaunchRefused as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except USER_ERRORS as exc:
+    except Exception as exc:
+        code = exit_code_for(exc)
+        if code is None:
+            raise
         print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return code
     except KeyboardInterrupt:
         return EXIT_OK
     finally:

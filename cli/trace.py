@@ -8,12 +8,8 @@ runs requests (and traces them like any other).
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
-
-import msgspec
-from rich.console import Console
 
 from actors.app import App, AppError
 from actors.tracing import (
@@ -26,6 +22,7 @@ from actors.tracing import (
     trace_document,
     trace_writer,
 )
+from cli.output import EXIT_FAIL, EXIT_OK, emit_json, err, out
 from engine.trace import (
     RunOutcome,
     render_evidence,
@@ -35,16 +32,7 @@ from engine.trace import (
     render_trace,
 )
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 ACTIONS = ("list", "show", "replay", "rerun", "bundle")
-
-err = Console(stderr=True, highlight=False)
-out = Console(highlight=False, soft_wrap=True)
-
-
-def _emit_json(value: Any) -> None:
-    sys.stdout.write(msgspec.json.encode(value).decode() + "\n")
-    sys.stdout.flush()
 
 
 def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -78,7 +66,7 @@ async def cmd_trace(app: App, args: argparse.Namespace) -> int:
     if action == "show":
         record = get_trace(app, args.id)
         if args.json:
-            _emit_json(trace_document(record))
+            emit_json(trace_document(record))
         else:
             out.print(render_trace(record))
         return EXIT_OK
@@ -89,7 +77,7 @@ async def cmd_trace(app: App, args: argparse.Namespace) -> int:
     if action == "bundle":
         report = await bundle(app, args.id, args.output)
         if args.json:
-            _emit_json(report)
+            emit_json(report)
         else:
             out.print(
                 f"diagnostic bundle written: {report.path} ({report.bytes:,} bytes, "
@@ -110,7 +98,7 @@ def _list(app: App, args: argparse.Namespace) -> int:
         min_cost=args.min_cost,
     )
     if args.json:
-        _emit_json({"traces": summaries})
+        emit_json({"traces": summaries})
     else:
         out.print(render_list(summaries))
     return EXIT_OK
@@ -135,7 +123,7 @@ async def _replay(app: App, args: argparse.Namespace) -> int:
         if not args.json:
             out.print(render_retrieval(result))
     if args.json:
-        _emit_json(document)
+        emit_json(document)
     return code
 
 
@@ -147,7 +135,7 @@ async def _rerun(app: App, args: argparse.Namespace) -> int:
     async with trace_writer(app) as writer:
         report = await rerun(app, args.id, args.runs, writer=writer, on_run=progress)
     if args.json:
-        _emit_json(report)
+        emit_json(report)
     else:
         out.print(render_rerun(report))
     return EXIT_OK

@@ -11,27 +11,19 @@ import argparse
 import sys
 from typing import Any
 
-import msgspec
-
-from actors.backup import backups, create, restore
-from actors.upgrade import explain, open_data, run_upgrade
+from actors.backup import backups, create_backup, restore_backup
+from actors.upgrade import explain_upgrade, open_data, run_upgrade
+from cli.output import EXIT_FAIL, EXIT_OK, EXIT_USAGE, emit_json
 from engine.config import ConfigError, load_config
-from engine.harness.machine import app_version
 from engine.paths import DataDir, data_home
-from engine.versions.updates import check, install_folder
+from engine.versions import app_version
+from engine.versions.updates import check_for_updates, install_folder
 from engine.versions.upgrade import Inspection, UpgradeError
 from engine.writer_lock import WriterBusy
-
-EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
 
 def _say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
-
-
-def _emit(value: Any) -> None:
-    sys.stdout.write(msgspec.json.encode(value).decode() + "\n")
-    sys.stdout.flush()
 
 
 def gate(command: str) -> Inspection:
@@ -85,10 +77,10 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
     root = data_home()
     try:
         open_data(root, "upgrade")
-        plan = explain(root)
+        plan = explain_upgrade(root)
         if plan is None:
             if args.json:
-                _emit({"upgraded": False, "reason": "up to date", "data_dir": str(root)})
+                emit_json({"upgraded": False, "reason": "up to date", "data_dir": str(root)})
             else:
                 print(f"the data in {root} is up to date; nothing to upgrade")
             return EXIT_OK
@@ -101,7 +93,7 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
         _say(f"error: {exc}")
         return EXIT_FAIL
     if args.json:
-        _emit({"upgraded": report is not None, "report": report, "data_dir": str(root)})
+        emit_json({"upgraded": report is not None, "report": report, "data_dir": str(root)})
     elif report is not None:
         print(
             f"upgraded {root}: {report.files} new files; the data from before is in backup "
@@ -117,7 +109,7 @@ def cmd_backup(args: argparse.Namespace) -> int:
         if args.action == "list":
             found = backups(root)
             if args.json:
-                _emit({"data_dir": str(root), "backups": found})
+                emit_json({"data_dir": str(root), "backups": found})
                 return EXIT_OK
             if not found:
                 print(f"no backups in {root / 'backups'}")
@@ -129,9 +121,9 @@ def cmd_backup(args: argparse.Namespace) -> int:
                 )
             return EXIT_OK
         if args.action == "create":
-            info = create(root)
+            info = create_backup(root)
             if args.json:
-                _emit(info)
+                emit_json(info)
             else:
                 print(
                     f"backed up {root} as {info.backup_id} ({info.files} files; keys are "
@@ -148,12 +140,12 @@ def cmd_backup(args: argparse.Namespace) -> int:
         if not args.yes and not _confirm(question):
             _say(f"nothing was changed; run `citewise backup restore {args.id} --yes`")
             return EXIT_USAGE
-        report = restore(root, args.id)
+        report = restore_backup(root, args.id)
     except (UpgradeError, WriterBusy) as exc:
         _say(f"error: {exc}")
         return EXIT_FAIL
     if args.json:
-        _emit(report)
+        emit_json(report)
         return EXIT_OK
     print(
         f"restored backup {report.backup_id}; the data it replaced is in backup "
@@ -168,7 +160,7 @@ def cmd_version(args: argparse.Namespace) -> int:
     running = app_version()
     if not args.check:
         if args.json:
-            _emit({"running": running})
+            emit_json({"running": running})
         else:
             print(f"citewise {running}")
         return EXIT_OK
@@ -177,7 +169,7 @@ def cmd_version(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         _say(f"error: {exc}")
         return EXIT_USAGE
-    report = check(
+    report = check_for_updates(
         running,
         folder=install_folder(),
         feed_url=config.updates.feed_url,
@@ -185,7 +177,7 @@ def cmd_version(args: argparse.Namespace) -> int:
         ca_bundle=config.network.ca_bundle or None,
     )
     if args.json:
-        _emit(report)
+        emit_json(report)
         return EXIT_OK
     print(f"citewise {running}")
     for build in report.newer_installed:

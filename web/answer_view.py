@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 
 from nicegui import ui
 
-from actors.ui_service import Citation, Event, trace_id_for
+from actors import Citation, Event, trace_id_for
 from web.i18n import Texts
 from web.live_answer import Gauge, LiveAnswer
 from web.safe_markdown import sanitize_html, to_html

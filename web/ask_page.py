@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from nicegui import ui
 
-from actors.ui_service import USER_ERRORS, AskRun, Citation, SpendingCapReached, UiService
+from actors import USER_ERRORS, App, AskRun, Citation, SpendingCapReached
 from web.answer_view import AnswerView, GaugeView, citation_chips, markdown_html
 from web.i18n import Texts
 from web.live_answer import LiveAnswer
@@ -27,13 +27,13 @@ class _PageState:
     running: AskRun | None = None
 
 
-def build(service: UiService, question: str | None = None) -> None:
-    t = texts(service)
-    frame(service, t, "/")
+def build(app: App, question: str | None = None) -> None:
+    t = texts(app)
+    frame(app, t, "/")
     state = _PageState()
 
     async def open_chip(citation: Citation, snapshot_id: str | None) -> None:
-        await open_source(service, t, citation, snapshot_id)
+        await open_source(app, t, citation, snapshot_id)
 
     with ui.row().classes("w-full no-wrap items-start gap-4"):
         with ui.column().classes("w-64 shrink-0"):
@@ -43,7 +43,7 @@ def build(service: UiService, question: str | None = None) -> None:
             ui.label(t("ask.history")).classes("text-sm font-semibold mt-2")
             history = ui.column().classes("w-full gap-1").mark("history")
         with ui.column().classes("grow min-w-0"):
-            _partial_banner(service, t)
+            _partial_banner(app, t)
             thread = ui.column().classes("w-full gap-3").mark("thread")
             gauge = GaugeView(t)
             with ui.row().classes("w-full items-end no-wrap"):
@@ -62,7 +62,7 @@ def build(service: UiService, question: str | None = None) -> None:
     def refresh_history() -> None:
         history.clear()
         with history:
-            items = service.conversations()[:HISTORY_SHOWN]
+            items = app.conversations()[:HISTORY_SHOWN]
             if not items:
                 ui.label(t("ask.no_history")).classes("text-xs text-slate-500")
             for item in items:
@@ -91,16 +91,16 @@ def build(service: UiService, question: str | None = None) -> None:
         state.conversation_id = conversation_id
         thread.clear()
         with thread:
-            for turn in service.conversation(conversation_id):
+            for turn in app.conversation(conversation_id):
                 with ui.card().classes("w-full").mark("answer-card"):
                     ui.label(turn.question).classes("font-medium text-slate-700")
                     if turn.answer is None:
                         ui.label(turn.termination_reason).classes("text-sm text-red-700")
                         continue
-                    markdown_html(service.numbered(turn.answer))
+                    markdown_html(app.numbered(turn.answer))
                     citation_chips(
                         t,
-                        service.history_citations(turn.answer, turn.snapshot_id),
+                        app.history_citations(turn.answer, turn.snapshot_id),
                         turn.snapshot_id,
                         open_chip,
                     )
@@ -114,13 +114,13 @@ def build(service: UiService, question: str | None = None) -> None:
         if state.running is not None:
             ui.notify(t("ask.busy"))
             return
-        run = service.new_question(text, state.conversation_id)
+        run = app.new_question(text, state.conversation_id)
         state.running = run
         box.set_value("")
         ask_button.disable()
         stop_button.enable()
         with thread:
-            view = AnswerView(t, LiveAnswer(service.budgets()), text, gauge, open_chip)
+            view = AnswerView(t, LiveAnswer(app.budgets()), text, gauge, open_chip)
         try:
             result = await run.run(view.on_event)
         except Exception as exc:  # shown in the answer card; the page stays usable
@@ -165,9 +165,9 @@ def _ask_error(t: Texts, exc: BaseException) -> str:
     return t("error.unexpected", detail=f"{type(exc).__name__}: {exc}")
 
 
-def _partial_banner(service: UiService, t: Texts) -> None:
+def _partial_banner(app: App, t: Texts) -> None:
     try:
-        active = service.status().active_snapshot
+        active = app.status().active_snapshot
     except USER_ERRORS as exc:
         show_error(t, exc)
         return

@@ -2,7 +2,7 @@
 background import (documents, pages, blocks, embedding tokens, ETA, each document's stage)
 with pause, resume and cancel.
 
-The import runs as a task owned by the service, so leaving the page never stops it; this panel
+The import runs as a task owned by the app, so leaving the page never stops it; this panel
 only polls and renders its state.
 """
 
@@ -12,9 +12,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from nicegui import background_tasks, ui
+from nicegui import ui
 
-from actors.ui_service import ImportJob, ImportProgress, UiService
+from actors import App, ImportJob, ImportProgress
 from web.i18n import Texts
 from web.shell import show_error
 
@@ -35,8 +35,8 @@ def eta_text(seconds: float) -> str:
 
 
 class ImportPanel:
-    def __init__(self, service: UiService, t: Texts, on_finished: Callable[[], None]) -> None:
-        self.service = service
+    def __init__(self, app: App, t: Texts, on_finished: Callable[[], None]) -> None:
+        self.app = app
         self.t = t
         self.on_finished = on_finished
         self._reported: ImportJob | None = None
@@ -88,12 +88,11 @@ class ImportPanel:
     # -- starting ------------------------------------------------------------------------------
     def start(self, paths: Sequence[Path]) -> bool:
         try:
-            job = self.service.new_import(paths)
+            self.app.start_import(paths)
         except Exception as exc:  # e.g. another import is running: say so
             show_error(self.t, exc)
             return False
         self.result.set_text("")
-        background_tasks.create(job.run(), name="citewise-import")
         self._render()
         return True
 
@@ -109,7 +108,7 @@ class ImportPanel:
         saved: list[Path] = []
         for file in e.files:
             try:
-                target = self.service.upload_path(file.name)
+                target = self.app.upload_path(file.name)
                 await file.save(target)
             except Exception as exc:  # one bad name must not lose the other files
                 show_error(self.t, exc)
@@ -121,10 +120,10 @@ class ImportPanel:
 
     def _show_resume_offer(self) -> None:
         self.resume_row.clear()
-        job = self.service.current_import
+        job = self.app.current_import
         if job is not None and not job.finished.is_set():
             return
-        if not self.service.pending_import():
+        if not self.app.pending_import():
             return
         with self.resume_row:
             ui.label(self.t("lib.resume_interrupted")).classes("text-sm")
@@ -138,7 +137,7 @@ class ImportPanel:
 
     # -- controls ------------------------------------------------------------------------------
     def _job(self) -> ImportJob | None:
-        return self.service.current_import
+        return self.app.current_import
 
     def _pause(self) -> None:
         job = self._job()

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from nicegui import ui
 
-from actors.ui_service import ENV_NAMES, Config, KeyCheck, KeyName, UiService
+from actors import ENV_NAMES, App, Config, KeyCheck, KeyName
 from web.i18n import Texts
 from web.shell import show_error
 
@@ -24,13 +24,13 @@ def check_text(t: Texts, check: KeyCheck) -> str:
 class KeyField:
     def __init__(
         self,
-        service: UiService,
+        app: App,
         t: Texts,
         name: KeyName,
         *,
         config: Callable[[], Config] | None = None,
     ) -> None:
-        self.service = service
+        self.app = app
         self.t = t
         self.name = name
         self.config = config  # settings to test with (the wizard tests before saving them)
@@ -59,7 +59,7 @@ class KeyField:
         self._show_current()
 
     def _show_current(self) -> None:
-        self.current.set_text(self.t("set.key.current", shown=self.service.key_shown(self.name)))
+        self.current.set_text(self.t("set.key.current", shown=self.app.key_shown(self.name)))
 
     def save(self) -> bool:
         raw = (self.value.value or "").strip()
@@ -67,7 +67,7 @@ class KeyField:
             self.message.set_text(self.t("set.key.empty"))
             return False
         try:
-            stored = self.service.store_key(self.name, raw)
+            stored = self.app.store_key(self.name, raw)
         except Exception as exc:  # shown to the person
             show_error(self.t, exc)
             return False
@@ -82,9 +82,7 @@ class KeyField:
         raw = (self.value.value or "").strip() or None
         self.message.set_text(self.t("set.key.testing"))
         try:
-            check = await self.service.test_key(
-                self.name, raw, self.config() if self.config else None
-            )
+            check = await self.app.test_key(self.name, raw, self.config() if self.config else None)
         except Exception as exc:  # shown to the person
             show_error(self.t, exc)
             self.message.set_text("")

@@ -1,5 +1,5 @@
 """Starting the UI server: loopback only, a free or given port, a per-launch token printed as a
-URL, the loopback guard in front of everything, and the app's service started and stopped with
+URL, the loopback guard in front of everything, and the app's app started and stopped with
 NiceGUI's lifespan. The native window (web/window.py, its own process, started before the
 server loads) is pointed at the token URL, so it trades the token for the session cookie
 exactly as a browser does.
@@ -16,9 +16,10 @@ import time
 from collections.abc import Callable
 
 import anyio.to_thread
-from nicegui import app, background_tasks, core, ui
+from nicegui import app as nicegui_app
+from nicegui import core, ui
 
-from actors.ui_service import UiService
+from actors import App
 from web.pages import register
 from web.security import LOOPBACK_HOST, Launch, LoopbackGuard
 from web.upgrade_page import open_or_explain
@@ -43,7 +44,7 @@ def serve(
     host: str = LOOPBACK_HOST,
     say: Callable[[str], None] | None = None,
     started: float | None = None,
-    service: UiService | None = None,
+    app: App | None = None,
     native: NativeWindow | None = None,
 ) -> None:
     """Run the UI until the window closes or the process is interrupted. `native`: a window
@@ -60,27 +61,26 @@ def serve(
     port = port or free_port()
     window = None if browser else (native or NativeWindow(say, began))
     # Data an older Citewise wrote is upgraded only after the person confirms on that page.
-    service = service or open_or_explain(register)
+    app = app or open_or_explain(register)
     launch = Launch(port)
-    if service is not None:
-        register(service)
-    app.add_middleware(LoopbackGuard, launch=launch)
+    if app is not None:
+        register(app)
+    nicegui_app.add_middleware(LoopbackGuard, launch=launch)
 
     async def on_startup() -> None:
-        if service is not None:
-            await service.start()
-            background_tasks.create(service.warm_parse_workers(), name="citewise-warm-parsers")
+        if app is not None:
+            await app.warm()
         say(f"Citewise is ready ({time.monotonic() - began:.1f} s after start).")
 
-    app.on_startup(on_startup)
+    nicegui_app.on_startup(on_startup)
     if window is not None:
         native_window = window
-        app.on_connect(native_window.connected)
-        app.on_shutdown(lambda: anyio.to_thread.run_sync(native_window.end))
+        nicegui_app.on_connect(native_window.connected)
+        nicegui_app.on_shutdown(lambda: anyio.to_thread.run_sync(native_window.end))
 
         def window_closed() -> None:  # the person closed the window: stop serving
             if core.loop is not None and not core.loop.is_closed():
-                core.loop.call_soon_threadsafe(app.shutdown)
+                core.loop.call_soon_threadsafe(nicegui_app.shutdown)
 
         def no_window(problem: str) -> None:
             say(
@@ -89,8 +89,6 @@ def serve(
             )
 
         native_window.open(launch.url(), on_closed=window_closed, on_failed=no_window)
-    if service is not None:
-        app.on_shutdown(service.aclose)
     # The URL goes to stdout (for scripts, tests, or a browser next to the window); notices go
     # to stderr.
     print(f"Open Citewise at: {launch.url()}", flush=True)

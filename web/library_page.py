@@ -3,7 +3,7 @@ progress, failed documents with their reasons and a retry, the documents with th
 metadata edits (title, source label, aliases) and removal, the snapshot history with activate
 (rollback) and clean-up, and direct tool use.
 
-Every destructive action asks first. Nothing here changes data except through the UiService.
+Every destructive action asks first. Nothing here changes data except through the App.
 """
 
 from __future__ import annotations
@@ -12,18 +12,18 @@ from collections.abc import Awaitable, Callable
 
 from nicegui import ui
 
-from actors.ui_service import DocumentView, UiService
+from actors import App, DocumentView
 from web.i18n import Texts
 from web.import_panel import ImportPanel
 from web.shell import frame, guarded, show_error, texts
 from web.tools_panel import ToolsPanel
 
 
-def build(service: UiService) -> None:
-    t = texts(service)
-    frame(service, t, "/library")
+def build(app: App) -> None:
+    t = texts(app)
+    frame(app, t, "/library")
     with ui.column().classes("w-full max-w-5xl mx-auto gap-4"):
-        _collections(service, t)
+        _collections(app, t)
         panel_holder = ui.column().classes("w-full")
         failed = ui.column().classes("w-full").mark("failed-documents")
         documents = ui.column().classes("w-full").mark("documents")
@@ -31,15 +31,15 @@ def build(service: UiService) -> None:
         tools = ui.column().classes("w-full")
 
     def refresh() -> None:
-        _failed(service, t, failed, panel)
-        docs = _documents(service, t, documents, refresh)
-        _snapshots(service, t, snapshots, refresh)
+        _failed(app, t, failed, panel)
+        docs = _documents(app, t, documents, refresh)
+        _snapshots(app, t, snapshots, refresh)
         tools.clear()
         with tools:
-            ToolsPanel(service, t, docs)
+            ToolsPanel(app, t, docs)
 
     with panel_holder:
-        panel = ImportPanel(service, t, on_finished=refresh)
+        panel = ImportPanel(app, t, on_finished=refresh)
     refresh()
 
 
@@ -59,18 +59,18 @@ def confirm(t: Texts, message: str, action: Callable[[], Awaitable[None] | None]
     dialog.open()
 
 
-def _collections(service: UiService, t: Texts) -> None:
-    current = service.current_collection()
+def _collections(app: App, t: Texts) -> None:
+    current = app.current_collection()
     with ui.card().classes("w-full").mark("collections"):
         ui.label(t("lib.collections")).classes("text-base font-semibold")
         with ui.row().classes("items-end gap-2"):
-            chooser = ui.select(service.collections(), value=current).mark("collection-select")
+            chooser = ui.select(app.collections(), value=current).mark("collection-select")
 
             def switch() -> None:
                 if not chooser.value or chooser.value == current:
                     return
                 try:
-                    service.use_collection(chooser.value)
+                    app.use_collection(chooser.value)
                 except Exception as exc:  # e.g. deleted meanwhile: say so
                     show_error(t, exc)
                     return
@@ -88,11 +88,11 @@ def _collections(service: UiService, t: Texts) -> None:
                 ui.navigate.reload()
 
             ui.button(
-                t("lib.create"), on_click=lambda: run(lambda: service.create_collection(name.value))
+                t("lib.create"), on_click=lambda: run(lambda: app.create_collection(name.value))
             ).props("outline").mark("collection-create")
             ui.button(
                 t("lib.rename"),
-                on_click=lambda: run(lambda: service.rename_collection(current, name.value)),
+                on_click=lambda: run(lambda: app.rename_collection(current, name.value)),
             ).props("outline").mark("collection-rename")
             ui.button(
                 t("lib.delete"),
@@ -100,15 +100,15 @@ def _collections(service: UiService, t: Texts) -> None:
                 on_click=lambda: confirm(
                     t,
                     t("lib.delete_confirm", name=current),
-                    lambda: run(lambda: service.delete_collection(current)),
+                    lambda: run(lambda: app.delete_collection(current)),
                 ),
             ).props("outline").mark("collection-delete")
 
 
-def _failed(service: UiService, t: Texts, box: ui.column, panel: ImportPanel) -> None:
+def _failed(app: App, t: Texts, box: ui.column, panel: ImportPanel) -> None:
     box.clear()
     try:
-        failures = service.failed()
+        failures = app.failed()
     except Exception as exc:  # a damaged pointer: say what to do
         show_error(t, exc)
         return
@@ -131,7 +131,7 @@ def _failed(service: UiService, t: Texts, box: ui.column, panel: ImportPanel) ->
 
                     def retry(source: str = f.source) -> None:
                         try:
-                            paths = service.retry_paths([source])
+                            paths = app.retry_paths([source])
                         except Exception as exc:  # the file moved: say so
                             show_error(t, exc)
                             return
@@ -143,11 +143,11 @@ def _failed(service: UiService, t: Texts, box: ui.column, panel: ImportPanel) ->
 
 
 def _documents(
-    service: UiService, t: Texts, box: ui.column, refresh: Callable[[], None]
+    app: App, t: Texts, box: ui.column, refresh: Callable[[], None]
 ) -> list[DocumentView]:
     box.clear()
     try:
-        docs = service.documents()
+        docs = app.documents()
     except Exception as exc:  # shown; the rest of the page still works
         show_error(t, exc)
         return []
@@ -176,17 +176,17 @@ def _documents(
                             "text-xs text-slate-500"
                         ).mark("document-aliases")
                     outline = ui.column().classes("w-full gap-0").mark("outline")
-                    exp.on_value_change(_outline_loader(service, t, d.doc_id, outline))
+                    exp.on_value_change(_outline_loader(app, t, d.doc_id, outline))
 
                 async def remove(source: str = d.source) -> None:
-                    await service.remove(source)
+                    await app.remove([source])
                     ui.notify(t("lib.removed", source=source), type="positive")
                     refresh()
 
                 ui.button(
                     t("lib.edit"),
                     icon="edit",
-                    on_click=lambda d=d: _edit_dialog(service, t, d, refresh),
+                    on_click=lambda d=d: _edit_dialog(app, t, d, refresh),
                 ).props("flat dense").mark("edit-button")
                 ui.button(
                     t("lib.remove"),
@@ -198,9 +198,7 @@ def _documents(
     return docs
 
 
-def _edit_dialog(
-    service: UiService, t: Texts, doc: DocumentView, refresh: Callable[[], None]
-) -> None:
+def _edit_dialog(app: App, t: Texts, doc: DocumentView, refresh: Callable[[], None]) -> None:
     """Title, source label and aliases (one per line). Saving makes a new snapshot that carries
     everything else over; the edit also holds for later imports of the same file."""
     with ui.dialog() as dialog, ui.card().classes("w-[36rem] max-w-full"):
@@ -219,7 +217,7 @@ def _edit_dialog(
         async def save() -> None:
             result = await guarded(
                 t,
-                service.edit_document,
+                app.edit_document,
                 doc.doc_id,
                 title=title.value or "",
                 source_label=label.value or "",
@@ -240,16 +238,14 @@ def _edit_dialog(
     dialog.open()
 
 
-def _outline_loader(
-    service: UiService, t: Texts, doc_id: str, target: ui.column
-) -> Callable[[], None]:
+def _outline_loader(app: App, t: Texts, doc_id: str, target: ui.column) -> Callable[[], None]:
     """Fill a document's outline the first time it is opened."""
 
     def fill() -> None:
         if target.default_slot.children:
             return
         try:
-            entries = service.outline(doc_id)
+            entries = app.outline(doc_id)
         except Exception as exc:  # the snapshot changed meanwhile
             show_error(t, exc)
             return
@@ -262,10 +258,10 @@ def _outline_loader(
     return fill
 
 
-def _snapshots(service: UiService, t: Texts, box: ui.column, refresh: Callable[[], None]) -> None:
+def _snapshots(app: App, t: Texts, box: ui.column, refresh: Callable[[], None]) -> None:
     box.clear()
     try:
-        items = service.snapshots()
+        items = list(reversed(app.snapshots()))  # newest first
     except Exception as exc:  # shown; the rest of the page still works
         show_error(t, exc)
         return
@@ -275,7 +271,7 @@ def _snapshots(service: UiService, t: Texts, box: ui.column, refresh: Callable[[
             ui.space()
 
             async def gc() -> None:
-                report = await guarded(t, service.gc)
+                report = await guarded(t, app.gc)
                 if report is not None:
                     ui.notify(
                         t(
@@ -308,7 +304,7 @@ def _snapshots(service: UiService, t: Texts, box: ui.column, refresh: Callable[[
 
                     def activate(sid: str = s.id) -> None:
                         try:
-                            service.activate(sid)
+                            app.activate(sid)
                         except Exception as exc:  # e.g. damaged snapshot: say so
                             show_error(t, exc)
                             return

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from actors.ui_service import (
+from actors import (
     AdmissionDecided,
     AnswerDelta,
     AnswerRetracted,

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from nicegui import ui
 
-from actors.ui_service import BundleInfo, UiService
+from actors import App, BundleInfo
 from web.i18n import Texts
 from web.shell import show_error
 
 
 class BundlesCard:
-    def __init__(self, service: UiService, t: Texts) -> None:
-        self.service = service
+    def __init__(self, app: App, t: Texts) -> None:
+        self.app = app
         self.t = t
         with ui.card().classes("w-full").mark("bundles"):
             ui.label(t("bundle.title")).classes("text-base font-semibold")
@@ -26,7 +26,7 @@ class BundlesCard:
     def refresh(self) -> None:
         self.body.clear()
         try:
-            bundles = self.service.bundles()
+            bundles = self.app.bundles()
         except Exception as exc:  # a damaged history file: say what to do
             show_error(self.t, exc)
             return
@@ -81,7 +81,7 @@ class BundlesCard:
             ui.notify(self.t("bundle.choose_two"))
             return
         try:
-            diff = self.service.bundle_diff(a, b)
+            diff = self.app.bundle_diff(a, b)
         except Exception as exc:  # e.g. a bundle changed on disk meanwhile
             show_error(self.t, exc)
             return
@@ -96,7 +96,7 @@ class BundlesCard:
     def _confirm_promote(self, ref: str, current: str) -> None:
         t = self.t
         try:
-            diff = self.service.bundle_diff(current, ref)
+            diff = self.app.bundle_diff(current, ref)
         except Exception as exc:  # refused before anything changes
             show_error(t, exc)
             return
@@ -109,7 +109,7 @@ class BundlesCard:
             def yes() -> None:
                 dialog.close()
                 try:
-                    promoted = self.service.promote_bundle(ref)
+                    promoted = self.app.promote_bundle(ref)
                 except Exception as exc:  # e.g. not frozen any more
                     show_error(t, exc)
                     return
@@ -130,7 +130,7 @@ class BundlesCard:
             def yes() -> None:
                 dialog.close()
                 try:
-                    restored = self.service.rollback_bundle()
+                    restored = self.app.rollback_bundle()
                 except Exception as exc:  # nothing to roll back: say so
                     show_error(t, exc)
                     return

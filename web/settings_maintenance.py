@@ -9,25 +9,31 @@ from __future__ import annotations
 
 from nicegui import run, ui
 
-from actors.backup import backups, create, restore
-from actors.ui_service import UiService
-from engine.harness.machine import app_version
-from engine.versions.updates import VersionReport, check, install_folder
-from engine.versions.upgrade import UpgradeError
-from engine.writer_lock import WriterBusy
+from actors import (
+    App,
+    UpgradeError,
+    VersionReport,
+    WriterBusy,
+    app_version,
+    backups,
+    check_for_updates,
+    create_backup,
+    install_folder,
+    restore_backup,
+)
 from web.i18n import Texts
 
 
-def build(service: UiService, t: Texts) -> None:
+def build(app: App, t: Texts) -> None:
     with ui.card().classes("w-full").mark("maintenance"):
         ui.label(t("mnt.title")).classes("text-base font-semibold")
         ui.label(t("mnt.version", version=app_version())).mark("running-version")
         result = ui.column().classes("gap-1 text-sm").mark("version-report")
 
         async def check_now() -> None:
-            config = service.config
+            config = app.config
             report: VersionReport | None = await run.io_bound(
-                check,
+                check_for_updates,
                 app_version(),
                 folder=install_folder(),
                 feed_url=config.updates.feed_url,
@@ -52,17 +58,17 @@ def build(service: UiService, t: Texts) -> None:
                 ui.label(t("mnt.never_auto")).classes("opacity-70")
 
         ui.button(t("mnt.check"), icon="update", on_click=check_now).mark("version-check")
-        _backups(service, t)
+        _backups(app, t)
 
 
-def _backups(service: UiService, t: Texts) -> None:
-    root = service.app.data.root
+def _backups(app: App, t: Texts) -> None:
+    root = app.data.root
     with ui.row().classes("items-center gap-2 mt-2"):
         ui.label(t("mnt.backups")).classes("font-semibold")
 
         async def backup_now() -> None:
             try:
-                info = await run.io_bound(create, root)
+                info = await run.io_bound(create_backup, root)
             except (UpgradeError, WriterBusy, OSError) as exc:
                 ui.notify(t("error.prefix", detail=str(exc)), type="negative", multi_line=True)
                 return
@@ -78,13 +84,13 @@ def _backups(service: UiService, t: Texts) -> None:
     # Made per page: a module-level refreshable would also refresh pages of gone clients.
     @ui.refreshable
     def listing() -> None:
-        _backup_list(service, t)
+        _backup_list(app, t)
 
     listing()
 
 
-def _backup_list(service: UiService, t: Texts) -> None:
-    root = service.app.data.root
+def _backup_list(app: App, t: Texts) -> None:
+    root = app.data.root
     found = backups(root)
     if not found:
         ui.label(t("mnt.no_backups")).classes("text-sm").mark("no-backups")
@@ -92,19 +98,19 @@ def _backup_list(service: UiService, t: Texts) -> None:
         with ui.row().classes("items-center gap-2"):
             ui.label(f"{info.backup_id} — {info.reason}").classes("font-mono text-sm")
             ui.button(
-                t("mnt.restore"), on_click=lambda i=info.backup_id: _confirm(service, t, i)
+                t("mnt.restore"), on_click=lambda i=info.backup_id: _confirm(app, t, i)
             ).props("flat dense").mark(f"restore-{info.backup_id}")
 
 
-def _confirm(service: UiService, t: Texts, backup_id: str) -> None:
+def _confirm(app: App, t: Texts, backup_id: str) -> None:
     with ui.dialog() as dialog, ui.card():
         ui.label(t("mnt.restore_confirm", id=backup_id))
 
         async def go() -> None:
             dialog.close()
-            await service.app.aclose()  # open databases must not be replaced under it
+            await app.aclose()  # open databases must not be replaced under it
             try:
-                await run.io_bound(restore, service.app.data.root, backup_id)
+                await run.io_bound(restore_backup, app.data.root, backup_id)
             except (UpgradeError, WriterBusy, OSError) as exc:
                 ui.notify(t("error.prefix", detail=str(exc)), type="negative", multi_line=True)
                 return

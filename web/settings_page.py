@@ -12,7 +12,7 @@ from typing import Any
 
 from nicegui import ui
 
-from actors.ui_service import Config, UiService
+from actors import App, Config
 from web import settings_maintenance
 from web.i18n import LANGUAGES, Texts
 from web.key_field import KeyField
@@ -124,36 +124,36 @@ class SettingsForm:
         return out
 
 
-def build(service: UiService) -> None:
-    t = texts(service)
-    frame(service, t, "/settings")
+def build(app: App) -> None:
+    t = texts(app)
+    frame(app, t, "/settings")
     try:
-        config = service.file_settings()
+        config = app.file_settings()
     except Exception as exc:  # a damaged config.toml: say how to repair it
         show_error(t, exc)
-        config = service.config
+        config = app.config
     forms: list[SettingsForm] = []
     with ui.column().classes("w-full max-w-4xl mx-auto gap-4"):
         ui.label(t("set.title")).classes("text-xl font-semibold")
-        overridden = service.env_overrides()
+        overridden = app.env_overrides()
         if overridden:
             ui.label(t("set.env_note", keys=", ".join(overridden))).classes(
                 "text-sm bg-blue-50 p-2 rounded"
             ).mark("env-note")
         with ui.card().classes("w-full"):
             ui.label(t("set.keys")).classes("text-base font-semibold")
-            if not service.keyring_available():
+            if not app.keyring_available():
                 ui.label(t("set.no_keyring")).classes("text-sm bg-amber-50 p-2 rounded").mark(
                     "no-keyring"
                 )
-            KeyField(service, t, "deepseek")
-            KeyField(service, t, "embedding")
+            KeyField(app, t, "deepseek")
+            KeyField(app, t, "embedding")
         for title, fields in GROUPS:
             with ui.card().classes("w-full"):
                 ui.label(t(title)).classes("text-base font-semibold")
                 with ui.row().classes("gap-4"):
                     forms.append(SettingsForm(t, config, fields))
-        refresh_spending = spending_card(service, t)
+        refresh_spending = spending_card(app, t)
         error = ui.label().classes("text-red-700 text-sm").mark("settings-error")
 
         async def save() -> None:
@@ -165,9 +165,9 @@ def build(service: UiService) -> None:
                             changes.setdefault(section, {}).setdefault(key, {}).update(value)
                         else:
                             changes.setdefault(section, {})[key] = value
-            language_before = service.config.ui.language
+            language_before = app.config.ui.language
             try:
-                await service.save_settings(changes)
+                await app.save_settings(changes)
             except Exception as exc:  # a validation error names the key and what is allowed
                 error.set_text(t("set.invalid", message=str(exc)))
                 show_error(t, exc)
@@ -175,9 +175,9 @@ def build(service: UiService) -> None:
             error.set_text("")
             refresh_spending()  # the caps may have changed
             ui.notify(t("set.saved"), type="positive")
-            if service.config.ui.language != language_before:
+            if app.config.ui.language != language_before:
                 ui.navigate.reload()
 
         ui.button(t("set.save"), icon="save", on_click=save).mark("settings-save")
-        BundlesCard(service, t)
-        settings_maintenance.build(service, t)
+        BundlesCard(app, t)
+        settings_maintenance.build(app, t)

@@ -10,27 +10,27 @@ from collections.abc import Callable
 
 from nicegui import ui
 
-from actors.ui_service import SpendingTotals, UiService
+from actors import App, SpendingTotals
 from web.i18n import Texts
 from web.shell import show_error
 
 
-def spending_card(service: UiService, t: Texts) -> Callable[[], None]:
+def spending_card(app: App, t: Texts) -> Callable[[], None]:
     """The card; the function returned fills it again (after the caps were saved)."""
     box = ui.column().classes("w-full")
 
     def fill() -> None:
         box.clear()
         with box:
-            _card(service, t)
+            _card(app, t)
 
     fill()
     return fill
 
 
-def _card(service: UiService, t: Texts) -> None:
+def _card(app: App, t: Texts) -> None:
     try:
-        totals = service.spending()
+        totals = app.spending()
     except Exception as exc:  # an unreadable ledger must not take the settings page down
         show_error(t, exc)
         return

@@ -1,7 +1,7 @@
 """The frame every page shares: header with navigation, collection and language, and the one
 way pages report errors (what happened and what to do, never a traceback).
 
-It never reads settings or data itself; everything comes from the UiService.
+It never reads settings or data itself; everything comes from the App.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 from nicegui import ui
 
-from actors.ui_service import USER_ERRORS, UiService
+from actors import USER_ERRORS, App
 from web.i18n import LANGUAGES, Texts
 
 NAV = (
@@ -22,11 +22,11 @@ NAV = (
 )
 
 
-def texts(service: UiService) -> Texts:
-    return Texts(service.config.ui.language)
+def texts(app: App) -> Texts:
+    return Texts(app.config.ui.language)
 
 
-def frame(service: UiService, t: Texts, current: str) -> None:
+def frame(app: App, t: Texts, current: str) -> None:
     """Header and page title; call first in every page builder."""
     ui.page_title(f"{t('app.title')} — {t(_title_key(current))}")
     with ui.header().classes("items-center gap-2 bg-slate-800 px-4 py-2"):
@@ -38,16 +38,16 @@ def frame(service: UiService, t: Texts, current: str) -> None:
             )
             button.mark(f"nav-{path.strip('/') or 'ask'}")
         ui.space()
-        ui.label(f"{t('shell.collection')}: {service.current_collection()}").classes(
+        ui.label(f"{t('shell.collection')}: {app.current_collection()}").classes(
             "text-sm opacity-80"
         ).mark("current-collection")
 
         async def switch(e: Any) -> None:
-            if e.value != service.config.ui.language:
-                await guarded(t, service.save_settings, {"ui": {"language": e.value}})
+            if e.value != app.config.ui.language:
+                await guarded(t, app.save_settings, {"ui": {"language": e.value}})
                 ui.navigate.reload()
 
-        ui.select(dict(LANGUAGES), value=service.config.ui.language, on_change=switch).props(
+        ui.select(dict(LANGUAGES), value=app.config.ui.language, on_change=switch).props(
             "dense dark options-dense borderless"
         ).classes("w-24").mark("language")
 

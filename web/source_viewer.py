@@ -12,7 +12,7 @@ import re
 
 from nicegui import ui
 
-from actors.ui_service import Citation, SourceView, UiService
+from actors import App, Citation, SourceView
 from web.i18n import Texts
 from web.shell import show_error
 
@@ -44,14 +44,10 @@ def pages_text(t: Texts, start: int | None, end: int | None) -> str:
     return t("ask.pages", start=start, end=end)
 
 
-async def open_source(
-    service: UiService, t: Texts, citation: Citation, snapshot_id: str | None
-) -> None:
+async def open_source(app: App, t: Texts, citation: Citation, snapshot_id: str | None) -> None:
     """Open the dialog for one citation chip."""
     try:
-        view = await service.source_view(
-            citation.doc_id, citation.block_id, snapshot_id=snapshot_id
-        )
+        view = await app.source_view(citation.doc_id, citation.block_id, snapshot_id=snapshot_id)
     except Exception as exc:  # shown to the person; the page stays usable
         show_error(t, exc)
         return
@@ -63,7 +59,7 @@ async def open_source(
             ui.button(t("source.close"), on_click=dialog.close).props("flat")
         # Open at once: the cited text shows now; a PDF page (~0.1–0.3 s to draw) follows.
         dialog.open()
-        cited_id = await _fill(service, t, view)
+        cited_id = await _fill(app, t, view)
     if cited_id is not None:  # bring the cited block into view inside its scroll area
         ui.run_javascript(
             f"setTimeout(() => getHtmlElement({cited_id})"
@@ -71,7 +67,7 @@ async def open_source(
         )
 
 
-async def _fill(service: UiService, t: Texts, view: SourceView) -> int | None:
+async def _fill(app: App, t: Texts, view: SourceView) -> int | None:
     """Fill the dialog; the element id of the cited block (None when not shown)."""
     if not view.found:
         ui.label(t("source.not_found", message=view.message)).classes("text-red-700").mark(
@@ -111,7 +107,7 @@ async def _fill(service: UiService, t: Texts, view: SourceView) -> int | None:
     # until the page is drawn: give the outbox a moment to send it first.
     await asyncio.sleep(OUTBOX_HEADSTART_S)
     try:
-        png = await service.render_pdf_page(view.pdf_path, view.page, fragments)
+        png = await app.render_pdf_page(view.pdf_path, view.page, fragments)
     except Exception as exc:  # a page that cannot be drawn still leaves the text
         ui.label(t("source.no_page_image", message=str(exc))).classes("text-sm")
         return cited_id

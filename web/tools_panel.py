@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 from nicegui import ui
 
-from actors.ui_service import DocumentView, UiService
+from actors import App, DocumentView
 from web.i18n import Texts
 from web.shell import show_error
 from web.source_viewer import pages_text
@@ -20,8 +21,8 @@ RESULTS_SHOWN = 200
 
 
 class ToolsPanel:
-    def __init__(self, service: UiService, t: Texts, documents: list[DocumentView]) -> None:
-        self.service = service
+    def __init__(self, app: App, t: Texts, documents: list[DocumentView]) -> None:
+        self.app = app
         self.t = t
         options = {ALL: "—"} | {d.doc_id: f"{d.title} ({d.source})" for d in documents}
         doc_only = {d.doc_id: f"{d.title} ({d.source})" for d in documents}
@@ -75,7 +76,7 @@ class ToolsPanel:
             select.set_options({})
             return
         try:
-            outline = self.service.outline(doc_id)
+            outline = self.app.outline(doc_id)
         except Exception as exc:  # the document left the snapshot meanwhile
             show_error(self.t, exc)
             return
@@ -84,7 +85,8 @@ class ToolsPanel:
 
     async def _run(self, tool: str, args: dict[str, Any]) -> None:
         try:
-            result = await self.service.run_tool(tool, args)
+            outcome = await self.app.run_tool(tool, args)
+            result: dict[str, Any] = msgspec.json.decode(outcome.json)
         except Exception as exc:  # shown to the person
             show_error(self.t, exc)
             return

@@ -11,7 +11,7 @@ from typing import Any
 
 from nicegui import ui
 
-from actors.ui_service import TraceRecord, UiService
+from actors import App, TraceRecord
 from web.i18n import Texts
 from web.shell import frame, show_error, texts
 
@@ -30,23 +30,23 @@ _SHOWN_ATTRIBUTES = (
 )
 
 
-def build(service: UiService, trace_id: str | None = None) -> None:
-    t = texts(service)
-    frame(service, t, "/traces")
+def build(app: App, trace_id: str | None = None) -> None:
+    t = texts(app)
+    frame(app, t, "/traces")
     with ui.row().classes("w-full no-wrap items-start gap-4"):
         with ui.column().classes("w-96 shrink-0 gap-1").mark("trace-list"):
-            _trace_list(service, t, trace_id)
+            _trace_list(app, t, trace_id)
         with ui.column().classes("grow min-w-0"):
             if trace_id:
-                _trace_detail(service, t, trace_id)
+                _trace_detail(app, t, trace_id)
             else:
                 ui.label(t("tr.pick")).classes("text-sm text-slate-500")
 
 
-def _trace_list(service: UiService, t: Texts, selected: str | None) -> None:
+def _trace_list(app: App, t: Texts, selected: str | None) -> None:
     ui.label(t("tr.list")).classes("text-base font-semibold")
     try:
-        traces = service.traces(LIST_LIMIT)
+        traces = app.traces(LIST_LIMIT)
     except Exception as exc:  # a damaged store: the page still opens and says so
         show_error(t, exc)
         return
@@ -92,9 +92,9 @@ def _depths(record: TraceRecord) -> list[tuple[int, Any]]:
     return out
 
 
-def _trace_detail(service: UiService, t: Texts, trace_id: str) -> None:
+def _trace_detail(app: App, t: Texts, trace_id: str) -> None:
     try:
-        record = service.trace(trace_id)
+        record = app.trace(trace_id)
     except Exception as exc:  # unknown id: say so
         show_error(t, exc)
         return
@@ -122,10 +122,10 @@ def _trace_detail(service: UiService, t: Texts, trace_id: str) -> None:
         replay = ui.column().classes("w-full gap-1").mark("replay-output")
         with buttons:
             ui.button(
-                t("tr.evidence"), on_click=lambda: _evidence(service, t, s.trace_id, replay)
+                t("tr.evidence"), on_click=lambda: _evidence(app, t, s.trace_id, replay)
             ).props("outline").mark("evidence-replay")
             ui.button(
-                t("tr.retrieval"), on_click=lambda: _retrieval(service, t, s.trace_id, replay)
+                t("tr.retrieval"), on_click=lambda: _retrieval(app, t, s.trace_id, replay)
             ).props("outline").mark("retrieval-replay")
     with ui.card().classes("w-full").mark("span-tree"):
         ui.label(t("tr.spans")).classes("text-base font-semibold")
@@ -154,10 +154,10 @@ def _trace_detail(service: UiService, t: Texts, trace_id: str) -> None:
                     )
 
 
-def _evidence(service: UiService, t: Texts, trace_id: str, box: ui.column) -> None:
+def _evidence(app: App, t: Texts, trace_id: str, box: ui.column) -> None:
     box.clear()
     try:
-        replay = service.evidence_replay(trace_id)
+        replay = app.evidence_replay(trace_id)
     except Exception as exc:  # shown to the person
         show_error(t, exc)
         return
@@ -189,10 +189,10 @@ def _evidence(service: UiService, t: Texts, trace_id: str, box: ui.column) -> No
                 )
 
 
-async def _retrieval(service: UiService, t: Texts, trace_id: str, box: ui.column) -> None:
+async def _retrieval(app: App, t: Texts, trace_id: str, box: ui.column) -> None:
     box.clear()
     try:
-        replay = await service.retrieval_replay(trace_id)
+        replay = await app.retrieval_replay(trace_id)
     except Exception as exc:  # shown to the person
         show_error(t, exc)
         return

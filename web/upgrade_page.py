@@ -10,13 +10,19 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Callable
 
-from nicegui import app, run, ui
+from nicegui import run, ui
 
-from actors.backup import backups
-from actors.ui_service import UiService
-from actors.upgrade import UpgradeRequired, explain, open_data, run_upgrade
-from engine.paths import data_home
-from engine.versions.upgrade import DataTooNew, UpgradeError
+from actors import (
+    App,
+    DataTooNew,
+    UpgradeError,
+    UpgradeRequired,
+    backups,
+    data_home,
+    explain_upgrade,
+    open_data,
+    run_upgrade,
+)
 from web.i18n import Lang, Texts
 
 
@@ -30,18 +36,18 @@ def _language() -> Lang:
     return "zh" if language == "zh" else "en"
 
 
-def open_or_explain(register: Callable[[UiService], None]) -> UiService | None:
-    """The UiService when the data is usable; else None and the upgrade page is registered
-    (after a confirmed upgrade it opens the service and registers the app's pages itself)."""
+def open_or_explain(register: Callable[[App], None]) -> App | None:
+    """The App when the data is usable; else None and the upgrade page is registered
+    (after a confirmed upgrade it opens the app and registers the app's pages itself)."""
     try:
         open_data(data_home(), "serve")
     except (UpgradeRequired, DataTooNew, UpgradeError) as exc:
         _register(register, exc)
         return None
-    return UiService.from_environment()
+    return App.from_environment()
 
 
-def _register(register: Callable[[UiService], None], problem: Exception) -> None:
+def _register(register: Callable[[App], None], problem: Exception) -> None:
     t = Texts(_language())
     root = data_home()
 
@@ -65,10 +71,10 @@ def _register(register: Callable[[UiService], None], problem: Exception) -> None
         ui.page(path)(page)
 
 
-def _explain_upgrade(t: Texts, register: Callable[[UiService], None]) -> None:
+def _explain_upgrade(t: Texts, register: Callable[[App], None]) -> None:
     root = data_home()
     try:
-        plan = explain(root)
+        plan = explain_upgrade(root)
     except UpgradeError as exc:
         ui.label(t("upg.failed", detail=str(exc))).classes("text-red-700").mark("upgrade-error")
         return
@@ -89,10 +95,9 @@ def _explain_upgrade(t: Texts, register: Callable[[UiService], None]) -> None:
             status.classes("text-red-700")
             button.enable()
             return
-        service = UiService.from_environment()
-        register(service)
-        app.on_shutdown(service.aclose)
-        await service.start()
+        app = App.from_environment()
+        register(app)
+        await app.warm()
         ui.notify(t("upg.done"), type="positive")
         ui.navigate.to("/")
 

@@ -2,7 +2,7 @@
 an OpenAI-compatible endpoint with its key and test) → first documents → first question.
 
 A step that needs a working connection cannot be passed until its test succeeds; every failure
-says what is wrong. The wizard never stores a key anywhere but through the UiService.
+says what is wrong. The wizard never stores a key anywhere but through the App.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 
 from nicegui import ui
 
-from actors.ui_service import UiService
+from actors import App
 from web.i18n import LANGUAGES
 from web.import_panel import ImportPanel
 from web.key_field import KeyField, check_text
@@ -20,9 +20,9 @@ from web.shell import frame, show_error, texts
 STEPS = ("language", "chat", "embedding", "documents", "ask")
 
 
-def build(service: UiService, step: str | None = None) -> None:
-    t = texts(service)
-    frame(service, t, "/wizard")
+def build(app: App, step: str | None = None) -> None:
+    t = texts(app)
+    frame(app, t, "/wizard")
     start = step if step in STEPS else STEPS[0]
     with ui.column().classes("w-full max-w-3xl mx-auto gap-2"):
         with ui.row().classes("w-full items-center"):
@@ -30,7 +30,7 @@ def build(service: UiService, step: str | None = None) -> None:
             ui.space()
 
             def skip() -> None:
-                service.mark_first_run_done()
+                app.mark_first_run_done()
                 ui.navigate.to("/library")
 
             ui.button(t("wiz.skip"), on_click=skip).props("flat no-caps").mark("wizard-skip")
@@ -38,15 +38,15 @@ def build(service: UiService, step: str | None = None) -> None:
         with ui.stepper(value=start).props("vertical").classes("w-full").mark("wizard") as stepper:
             with ui.step("language", title=t("wiz.step.language")):
                 language = (
-                    ui.radio(dict(LANGUAGES), value=service.config.ui.language)
+                    ui.radio(dict(LANGUAGES), value=app.config.ui.language)
                     .props("inline")
                     .mark("wizard-language")
                 )
 
                 async def language_next() -> None:
-                    if language.value != service.config.ui.language:
+                    if language.value != app.config.ui.language:
                         try:
-                            await service.save_settings({"ui": {"language": language.value}})
+                            await app.save_settings({"ui": {"language": language.value}})
                         except Exception as exc:  # shown to the person
                             show_error(t, exc)
                             return
@@ -59,7 +59,7 @@ def build(service: UiService, step: str | None = None) -> None:
 
             with ui.step("chat", title=t("wiz.step.chat")):
                 ui.label(t("wiz.chat_help")).classes("text-sm")
-                chat_key = KeyField(service, t, "deepseek")
+                chat_key = KeyField(app, t, "deepseek")
                 chat_note = ui.label().classes("text-sm text-red-700")
 
                 async def chat_next() -> None:
@@ -75,7 +75,7 @@ def build(service: UiService, step: str | None = None) -> None:
 
             with ui.step("embedding", title=t("wiz.step.embedding")):
                 ui.label(t("wiz.embedding_help")).classes("text-sm")
-                e = service.config.embedding
+                e = app.config.embedding
                 provider = ui.radio(
                     {v: t(f"set.provider.{v}") for v in ("local", "openai_compatible")},
                     value=e.provider,
@@ -84,7 +84,7 @@ def build(service: UiService, step: str | None = None) -> None:
                     base_url = ui.input(t("set.base_url"), value=e.base_url).classes("w-full")
                     model = ui.input(t("set.model"), value=e.model).classes("w-full")
                     dimensions = ui.number(t("set.dimensions"), value=e.dimensions)
-                    embedding_key = KeyField(service, t, "embedding")
+                    embedding_key = KeyField(app, t, "embedding")
                 remote.bind_visibility_from(provider, "value", value="openai_compatible")
                 embedding_note = ui.label().classes("text-sm").mark("wizard-embedding-message")
 
@@ -99,12 +99,12 @@ def build(service: UiService, step: str | None = None) -> None:
                         if (embedding_key.value.value or "").strip() and not embedding_key.save():
                             return
                     try:
-                        await service.save_settings({"embedding": changes})
+                        await app.save_settings({"embedding": changes})
                     except Exception as exc:  # a validation error names the key
                         embedding_note.set_text(str(exc))
                         return
                     embedding_note.set_text(t("set.key.testing"))
-                    check = await service.test_key("embedding")
+                    check = await app.test_key("embedding")
                     embedding_note.set_text(check_text(t, check))
                     if check.ok:
                         stepper.next()
@@ -117,13 +117,13 @@ def build(service: UiService, step: str | None = None) -> None:
 
             with ui.step("documents", title=t("wiz.step.documents")):
                 ui.label(t("wiz.documents_help")).classes("text-sm")
-                ImportPanel(service, t, on_finished=lambda: None)
+                ImportPanel(app, t, on_finished=lambda: None)
                 documents_note = ui.label().classes("text-sm text-red-700")
 
                 def documents_next() -> None:
-                    job = service.current_import
+                    job = app.current_import
                     running = job is not None and not job.finished.is_set()
-                    if running or service.status().active_snapshot is None:
+                    if running or app.status().active_snapshot is None:
                         documents_note.set_text(t("wiz.wait_import"))
                         return
                     documents_note.set_text("")
@@ -146,7 +146,7 @@ def build(service: UiService, step: str | None = None) -> None:
                     if not text:
                         ui.notify(t("ask.empty_question"))
                         return
-                    service.mark_first_run_done()
+                    app.mark_first_run_done()
                     ui.navigate.to("/?" + urlencode({"q": text}))
 
                 with ui.stepper_navigation():

@@ -13,7 +13,6 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Protocol
 
 import anyio
@@ -53,6 +52,7 @@ from engine.harness.protocol import (
 )
 from engine.prompts.bundle import PromptBundle, collection_status, render_collection_status
 from engine.tokens import TokenCounter
+from engine.versions import app_version
 from index.snapshot import Snapshot
 
 # The tool whitelist: immutable for the process, never derived from documents or settings.
@@ -153,13 +153,6 @@ class _ToolError(msgspec.Struct):
 
 
 _outcome = msgspec.json.Decoder(_Outcome)
-
-
-def app_version() -> str:
-    try:
-        return version("citewise")
-    except PackageNotFoundError:
-        return "0.0.0+unknown"
 
 
 def run_manifest(deps: Deps, request: Request) -> dict[str, Any]:

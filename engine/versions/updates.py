@@ -76,7 +76,7 @@ def installed_builds(folder: Path | None) -> list[InstalledBuild]:
     return out
 
 
-def check(
+def check_for_updates(
     running: str,
     *,
     folder: Path | None,

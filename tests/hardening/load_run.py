@@ -27,7 +27,6 @@ from actors.app import App
 from actors.asking import AskResult
 from actors.conversations import ConversationStore
 from actors.tracing import open_store
-from actors.ui_service import UiService
 from engine.trace.model import trace_id_for
 from tests.corpus import DOCS, REPO, make_app
 
@@ -184,7 +183,7 @@ async def run_load(
 ) -> LoadResult:
     first, during = corpus(home.parent / "load-docs", more_docs=more_docs)
     app = load_app(home, urls)
-    service = UiService(app)
+    service = app
     await service.start()
     errors: list[str] = []
     try:

@@ -718,7 +718,7 @@ async def test_the_settings_page_refuses_bad_values_and_keeps_the_file(
     says: str,
 ) -> None:
     service = service_for(tmp_path / "home")
-    before = service.app.data.config_file.read_bytes()
+    before = service.data.config_file.read_bytes()
     register(service)
     await ui_user.open("/settings")
     (element,) = ui_user.find(marker=marker).elements
@@ -731,4 +731,4 @@ async def test_the_settings_page_refuses_bad_values_and_keeps_the_file(
             break
         await anyio.sleep(0.05)
     assert says in error and "Traceback" not in error, error
-    assert service.app.data.config_file.read_bytes() == before
+    assert service.data.config_file.read_bytes() == before

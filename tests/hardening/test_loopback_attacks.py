@@ -430,9 +430,9 @@ def _routes(home: Path) -> list[str]:
     script = (
         "import json, sys\n"
         "from nicegui import app\n"
-        "from actors.ui_service import UiService\n"
+        "from actors import App\n"
         "from web.pages import register\n"
-        "register(UiService.from_environment())\n"
+        "register(App.from_environment())\n"
         "print(json.dumps([getattr(r, 'path', '') for r in app.routes]))\n"
     )
     out = subprocess.run(

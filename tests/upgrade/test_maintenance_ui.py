@@ -26,7 +26,7 @@ async def test_settings_check_versions_only_when_asked_and_restore_a_backup_afte
     no_keys: None,  # noqa: F811
 ) -> None:
     service = service_for(tmp_path / "home", ui={"language": "en"})
-    root = service.app.data.root
+    root = service.data.root
     (root / "state.json").write_text('{"current_collection": "default"}')
     info = make_backup(
         root,
@@ -78,7 +78,7 @@ async def test_back_up_now_from_settings_lists_the_new_backup(
     no_keys: None,  # noqa: F811
 ) -> None:
     service = service_for(tmp_path / "home", ui={"language": "en"})
-    root = service.app.data.root
+    root = service.data.root
     (root / "state.json").write_text('{"current_collection": "default"}')
     register(service)
     await ui_user.open("/settings")

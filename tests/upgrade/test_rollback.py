@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.backup import backups, restore
+from actors.backup import backups, restore_backup
 from engine.versions.formats import current_versions
 from engine.versions.upgrade import UpgradeError, inspect
 from tests.upgrade.formats_v2 import CURRENT_V2, make_v1_home, tree, upgrade_v2
@@ -79,9 +79,9 @@ def test_restore_refuses_an_unknown_backup_and_changes_nothing(
     home, _ = upgraded
     before = tree(home)
     with pytest.raises(UpgradeError, match="no complete backup"):
-        restore(home, "20990101-000000-ffff-v9")
+        restore_backup(home, "20990101-000000-ffff-v9")
     with pytest.raises(UpgradeError, match="not a backup id"):
-        restore(home, "../home")
+        restore_backup(home, "../home")
     assert tree(home) == before
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.versions.updates import VERSION_FILE, check, is_newer
+from engine.versions.updates import VERSION_FILE, check_for_updates, is_newer
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -64,7 +64,7 @@ def test_newer_builds_installed_beside_this_one_are_reported(tmp_path: Path) -> 
         (tmp_path / name).mkdir()
         (tmp_path / name / VERSION_FILE).write_text(version + "\n")
     (tmp_path / "Other").mkdir()
-    report = check("0.1.0", folder=tmp_path / "Citewise-0.1.0")
+    report = check_for_updates("0.1.0", folder=tmp_path / "Citewise-0.1.0")
     assert [b.version for b in report.newer_installed] == ["0.2.1"]
     assert report.feed_url == "" and report.available is None
 
@@ -73,13 +73,13 @@ def test_the_feed_is_asked_only_when_configured_and_reports_a_newer_version(
     feed: tuple[Feed, str],
 ) -> None:
     state, url = feed
-    assert check("0.1.0", folder=None).available is None and state.requests == 0
-    report = check("0.1.0", folder=None, feed_url=url)
+    assert check_for_updates("0.1.0", folder=None).available is None and state.requests == 0
+    report = check_for_updates("0.1.0", folder=None, feed_url=url)
     assert state.requests == 1
     assert report.available is not None and report.available.version == "0.2.0"
-    assert check("0.2.0", folder=None, feed_url=url).available is None
+    assert check_for_updates("0.2.0", folder=None, feed_url=url).available is None
     state.status = 503
-    failed = check("0.1.0", folder=None, feed_url=url)
+    failed = check_for_updates("0.1.0", folder=None, feed_url=url)
     assert failed.available is None and "could not read the update feed" in failed.feed_error
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from actors.upgrade import UpgradeRequired, explain, open_data, run_upgrade
+from actors.upgrade import UpgradeRequired, explain_upgrade, open_data, run_upgrade
 from engine.versions.formats import current_versions, registry
 from engine.versions.upgrade import (
     STEPS,
@@ -104,7 +104,7 @@ def test_upgrade_migrates_into_new_files_and_keeps_a_backup_the_old_build_opens(
     monkeypatch.setenv("CITEWISE_DEEPSEEK_API_KEY", SECRET)
     monkeypatch.setenv("CITEWISE_RETRIEVAL_TOP_K", "3")  # an override must not be written
     before = tree(v1_home)
-    plan = explain(v1_home, migrations=MIGRATIONS_V2, current=CURRENT_V2)
+    plan = explain_upgrade(v1_home, migrations=MIGRATIONS_V2, current=CURRENT_V2)
     assert plan is not None
     assert {c.format for c in plan.changes} == {"config", "trace_store"}
     assert "top_k is now `results`" in plan.text() and "MB" in plan.text()
@@ -133,7 +133,7 @@ def test_newer_data_is_refused_and_never_touched(v1_home: Path) -> None:
         with pytest.raises(DataTooNew, match="newer Citewise"):
             open_data(v1_home, command)  # this build reads config 1
     with pytest.raises(DataTooNew):
-        explain(v1_home)
+        explain_upgrade(v1_home)
     assert tree(v1_home) == before
 
 
@@ -142,7 +142,7 @@ def test_a_format_without_a_migration_path_is_refused_before_anything_changes(
 ) -> None:
     before = tree(v1_home)
     with pytest.raises(NoUpgradePath, match="cannot upgrade config from format 1"):
-        explain(v1_home, migrations=MIGRATIONS_V2[1:], current=CURRENT_V2)
+        explain_upgrade(v1_home, migrations=MIGRATIONS_V2[1:], current=CURRENT_V2)
     with pytest.raises(NoUpgradePath):
         run_upgrade(v1_home, migrations=MIGRATIONS_V2[1:], current=CURRENT_V2)
     assert tree(v1_home) == before

@@ -1,4 +1,4 @@
-"""Fixtures for the web UI: NiceGUI's simulated User (no browser) on asyncio, a UiService on a
+"""Fixtures for the web UI: NiceGUI's simulated User (no browser) on asyncio, a App on a
 temporary data directory, an in-memory credential store, and a small imported collection.
 
 NiceGUI's `user` fixture plugin cannot be named in `pytest_plugins` here (pytest refuses that
@@ -15,11 +15,11 @@ from typing import Any
 import keyring
 import keyring.backend
 import keyring.backends.fail
+import msgspec
 import pytest
 from nicegui.testing import User, user_simulation
 
 from actors.app import App
-from actors.ui_service import UiService
 from engine.config import dump_config, load_config, parse_config
 from engine.paths import DataDir
 from tests.corpus import make_app, run_import
@@ -88,12 +88,12 @@ def memory_keyring(no_keys: None) -> Iterator[MemoryKeyring]:
         keyring.set_keyring(previous)
 
 
-def service_for(root: Path, **sections: dict[str, Any]) -> UiService:
-    """A UiService on its own data directory whose config.toml holds `sections` (so saving
+def service_for(root: Path, **sections: dict[str, Any]) -> App:
+    """A App on its own data directory whose config.toml holds `sections` (so saving
     settings from a page keeps them, as it would for a person)."""
     data = DataDir(root).ensure()
     data.config_file.write_text(dump_config(parse_config(sections, {})), encoding="utf-8")
-    return UiService(App(data, load_config(data.config_file)))
+    return App(data, load_config(data.config_file))
 
 
 @pytest.fixture
@@ -130,3 +130,9 @@ async def ui_user() -> AsyncIterator[User]:
     """A simulated browser user; register the pages (web.pages.register) inside the test."""
     async with user_simulation() as user:
         yield user
+
+
+async def tool_result(app: App, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    """One of the five tools on the active snapshot, its result as JSON data."""
+    result: dict[str, Any] = msgspec.json.decode((await app.run_tool(name, args)).json)
+    return result

@@ -11,7 +11,7 @@ from nicegui import ui
 from nicegui.elements.upload_files import SmallFileUpload
 from nicegui.testing import User, UserInteraction
 
-from tests.web.conftest import service_for
+from tests.web.conftest import service_for, tool_result
 from tests.web.test_ask_page import eventually, found, texts_of
 from web.pages import register
 
@@ -105,7 +105,7 @@ async def test_upload_imports_the_uploaded_files(
     await eventually(lambda: import_state(ui_user) == "Import finished", timeout_s=60)
     docs = service.documents()
     assert [(d.title, d.source) for d in docs] == [("Uploaded guide", "guide.md")]
-    kept = service.upload_dir() / "guide.md"
+    kept = service.upload_path("guide.md")
     assert kept.read_bytes() == data  # the name cannot climb out of the uploads folder
 
 
@@ -124,7 +124,7 @@ async def test_remove_then_roll_back_to_the_older_snapshot(
     await eventually(lambda: len(found(ui_user, "snapshot-row")) == 2)
     ui_user.find(marker="activate-button").click()
     await eventually(lambda: len(service.documents()) == 2)
-    assert service.snapshots()[-1].active  # the older one (history is newest first)
+    assert service.snapshots()[0].active  # the older one (history is oldest first)
 
 
 async def test_collections_can_be_created_switched_renamed_and_deleted(
@@ -199,5 +199,5 @@ async def test_title_and_aliases_are_edited_from_the_library(
     assert texts_of(ui_user, "document-aliases") == ["Also known as: EventEmitter, emitters"]
     edited = next(d for d in service.documents() if d.source == "events.md")
     assert (edited.title, edited.aliases) == ("Node.js events", ("EventEmitter", "emitters"))
-    hits = await service.run_tool("list_documents", {"source": "eventemitter"})
+    hits = await tool_result(service, "list_documents", {"source": "eventemitter"})
     assert [d["title"] for d in hits["documents"]] == ["Node.js events"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from actors.ui_service import (
+from actors import (
     AdmissionDecided,
     AnswerDelta,
     AnswerRetracted,

@@ -20,7 +20,7 @@ async def test_bundles_are_listed_compared_promoted_and_rolled_back(
     ui_user: User, tmp_path: Path, no_keys: None
 ) -> None:
     service = service_for(tmp_path / "home")
-    registry = BundleRegistry.of(service.app.data)
+    registry = BundleRegistry.of(service.data)
     shipped = registry.shipped()
     draft = registry.new(f"{shipped.id}@{shipped.version}")
     ref = f"{draft.id}@{draft.version}"

@@ -41,7 +41,7 @@ async def test_invalid_setting_is_refused_with_key_value_and_what_is_allowed(
     ui_user: User, tmp_path: Path, no_keys: None
 ) -> None:
     service = service_for(tmp_path / "home")
-    before = service.app.data.config_file.read_bytes()
+    before = service.data.config_file.read_bytes()
     register(service)
     await ui_user.open("/settings")
     set_number(ui_user, "setting-budget.max_tool_calls", 500)
@@ -49,7 +49,7 @@ async def test_invalid_setting_is_refused_with_key_value_and_what_is_allowed(
     await eventually(lambda: bool(texts_of(ui_user, "settings-error")[0]))
     error = texts_of(ui_user, "settings-error")[0]
     assert "budget.max_tool_calls = 500" in error and "<= 100" in error
-    assert service.app.data.config_file.read_bytes() == before
+    assert service.data.config_file.read_bytes() == before
     assert service.config.budget.max_tool_calls == 8
 
 
@@ -67,7 +67,7 @@ async def test_valid_settings_are_saved_to_config_toml_and_used(
     ui_user.find(marker="setting-network.proxy").type("http://127.0.0.1:3128")
     ui_user.find(marker="settings-save").click()
     await eventually(lambda: service.config.budget.max_tool_calls == 3)
-    saved = load_config(service.app.data.config_file, environ={})
+    saved = load_config(service.data.config_file, environ={})
     assert saved.budget.max_tool_calls == 3
     assert saved.chat.price.output == 1.5
     assert saved.network.proxy == "http://127.0.0.1:3128"
@@ -91,7 +91,7 @@ async def test_key_is_stored_masked_and_never_shown_back(
     assert texts_of(ui_user, "key-deepseek-current") == ["Stored: …cdef"]
     await ui_user.open("/settings")
     assert SECRET not in all_text(ui_user)
-    config_file = service.app.data.config_file
+    config_file = service.data.config_file
     assert not config_file.exists() or SECRET not in config_file.read_text()
 
 

@@ -24,7 +24,7 @@ async def test_settings_show_the_running_totals_beside_the_caps(
     ui_user: User, tmp_path: Path, no_keys: None
 ) -> None:
     service = service_for(tmp_path / "home", chat={"daily_cap": 0.5})
-    spending_for(service.app).record("r1", 0.75, "USD")
+    spending_for(service).record("r1", 0.75, "USD")
     today = dt.datetime.now().astimezone()
     register(service)
     await ui_user.open("/settings")
@@ -57,7 +57,7 @@ async def test_a_question_past_the_cap_is_refused_in_the_persons_language(
         chat={"base_url": chat_server.url, "daily_cap": 0.1},
         ui={"language": "zh"},
     )
-    spending_for(service.app).record("r1", 0.25, "USD")
+    spending_for(service).record("r1", 0.25, "USD")
     register(service)
     await ui_user.open("/")
     ui_user.find(marker="question-box").type("How do listeners run?")

@@ -14,12 +14,12 @@ import pytest
 from nicegui import ui
 from nicegui.testing import User
 
+from actors import App, Citation
 from actors.origins import ORIGINS_FILE
-from actors.ui_service import Citation, UiService
 from tests.corpus import REPO
-from tests.web.conftest import service_for
+from tests.web.conftest import service_for, tool_result
+from tests.web.test_app_for_pages import make_pdf
 from tests.web.test_ask_page import found, texts_of
-from tests.web.test_ui_service import make_pdf
 from web.i18n import Texts
 from web.source_viewer import open_source
 
@@ -39,8 +39,8 @@ async def cli_import(home: Path, folder: Path) -> None:
     assert done.returncode == 0, done.stderr.decode()
 
 
-async def drain_citation(service: UiService) -> Citation:
-    hit = (await service.run_tool("scan_term", {"term": "drain event"}))["hits"][0]
+async def drain_citation(service: App) -> Citation:
+    hit = (await tool_result(service, "scan_term", {"term": "drain event"}))["hits"][0]
     return Citation(
         index=1,
         citation=hit["citation"],
@@ -51,7 +51,7 @@ async def drain_citation(service: UiService) -> Citation:
     )
 
 
-def viewer_page(service: UiService, citation: Citation, lang: str = "en") -> None:
+def viewer_page(service: App, citation: Citation, lang: str = "en") -> None:
     @ui.page("/viewer")
     def page() -> None:
         t = Texts(lang)
@@ -71,7 +71,7 @@ async def test_a_cli_imported_pdf_has_its_page_drawn_in_the_viewer(
 ) -> None:
     await cli_import(tmp_path / "home", pdf_folder)
     service = service_for(tmp_path / "home")
-    origins = json.loads((service.app.data.collection("default") / ORIGINS_FILE).read_text())
+    origins = json.loads((service.data.collection("default") / ORIGINS_FILE).read_text())
     assert origins == {"guide.pdf": str((pdf_folder / "guide.pdf").resolve())}
     viewer_page(service, await drain_citation(service))
 
@@ -136,6 +136,6 @@ async def test_an_older_ui_record_of_origins_is_migrated_once(
     assert (home / "collections" / "manuals" / ORIGINS_FILE).is_file()
 
 
-async def _ids(service: UiService) -> tuple[str, str]:
+async def _ids(service: App) -> tuple[str, str]:
     citation = await drain_citation(service)
     return citation.doc_id, citation.block_id

@@ -1,5 +1,5 @@
-"""The UI's service over a real App: source context, PDF pages from the original file,
-settings saved only when valid, citations of earlier answers."""
+"""What the pages need from App: source views, settings, imports, earlier answers, traces.
+Settings are saved only when valid."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 import pymupdf
 import pytest
 
-from actors.ui_service import SOURCE_RADIUS, ConfigError, UiService
-from tests.web.conftest import service_for
+from actors import SOURCE_RADIUS, App, ConfigError
+from tests.web.conftest import service_for, tool_result
 from web.source_viewer import highlight_fragments
 
 pytestmark = pytest.mark.anyio
@@ -38,7 +38,7 @@ def yellow_pixels(png: bytes) -> int:
     )
 
 
-async def imported(service: UiService, *paths: Path) -> None:
+async def imported(service: App, *paths: Path) -> None:
     job = service.new_import(list(paths))
     await job.run()
     assert job.error is None and job.result is not None, job.error
@@ -53,7 +53,7 @@ async def test_pdf_source_has_its_page_drawn_with_the_block_marked(
     make_pdf(pdf)
     service = service_for(tmp_path / "home")
     await imported(service, folder)
-    hits = (await service.run_tool("scan_term", {"term": "drain event"}))["hits"]
+    hits = (await tool_result(service, "scan_term", {"term": "drain event"}))["hits"]
     assert len(hits) == 1
     view = await service.source_view(hits[0]["doc_id"], hits[0]["block_id"])
     cited = [b for b in view.blocks if b.cited]
@@ -89,7 +89,7 @@ async def test_source_context_is_the_cited_block_among_its_own_section_neighbour
     )
     service = service_for(tmp_path / "home", ingest={"block_target_tokens": 40})
     await imported(service, folder)
-    blocks = (await service.run_tool("list_blocks", {"doc_id": service.documents()[0].doc_id}))[
+    blocks = (await tool_result(service, "list_blocks", {"doc_id": service.documents()[0].doc_id}))[
         "blocks"
     ]
     many = [b for b in blocks if b["section"].endswith("Many")]
@@ -115,10 +115,10 @@ async def test_invalid_settings_are_refused_and_the_file_is_untouched(
     tmp_path: Path, no_keys: None
 ) -> None:
     service = service_for(tmp_path / "home", budget={"max_tool_calls": 4})
-    before = service.app.data.config_file.read_bytes()
+    before = service.data.config_file.read_bytes()
     with pytest.raises(ConfigError, match=r"retrieval.top_k = 0"):
         await service.save_settings({"retrieval": {"top_k": 0}})
-    assert service.app.data.config_file.read_bytes() == before
+    assert service.data.config_file.read_bytes() == before
     await service.save_settings({"chat": {"price": {"output": 2.0}}})
     assert service.config.chat.price.output == 2.0
     assert service.config.budget.max_tool_calls == 4  # untouched sections are kept
@@ -139,7 +139,7 @@ async def test_embedding_settings_cannot_change_under_a_running_import(
 
 async def test_earlier_answers_get_their_citations_back(home_copy: Path, no_keys: None) -> None:
     service = service_for(home_copy)
-    hit = (await service.run_tool("scan_term", {"term": "synchronously"}))["hits"][0]
+    hit = (await tool_result(service, "scan_term", {"term": "synchronously"}))["hits"][0]
     snapshot = service.snapshots()[0].id
     answer = f"They run in order.【来源:{hit['citation']}】 Also.【来源:dnone#b9】"
     citations = service.history_citations(answer, snapshot)
@@ -160,5 +160,5 @@ async def test_an_import_started_from_the_ui_is_traced_like_a_cli_import(
     (folder / "notes.md").write_text("# Notes\n\nListeners run in order.\n", encoding="utf-8")
     service = service_for(tmp_path / "home")
     await imported(service, folder)
-    traces = list_traces(service.app, kind="ingest")
+    traces = list_traces(service, kind="ingest")
     assert len(traces) == 1 and traces[0].status == "ok"
