@@ -120,9 +120,14 @@ class _UiState(msgspec.Struct):  # ui/state.json (engine.versions.formats.UI_STA
 
 
 class App:
+    """The facade. Methods that are plain functions read at most a few small files (the
+    active pointer, a manifest, a state file) or an already open snapshot; anything longer is
+    async and runs in a worker thread or process."""
+
     def __init__(self, data: DataDir, config: Config) -> None:
         self.data = data.ensure()
         self.config = config
+        self._catalogs: dict[str, Catalog] = {}
         self.current_import: ImportJob | None = None
         self._embedder: EmbeddingProvider | None = None
         self._embedding_cache: EmbeddingCache | None = None
@@ -358,7 +363,12 @@ class App:
         return check_collection_name(name or self.current_collection())
 
     def catalog(self, collection: str | None = None) -> Catalog:
-        return Catalog(self.data, self.resolve_collection(collection))
+        """The snapshot catalog of a collection (active pointer, pins, GC), one per name."""
+        name = self.resolve_collection(collection)
+        catalog = self._catalogs.get(name)
+        if catalog is None:
+            catalog = self._catalogs[name] = Catalog(self.data, name)
+        return catalog
 
     def collections(self) -> list[str]:
         names = {DEFAULT_COLLECTION}
@@ -387,6 +397,7 @@ class App:
             raise AppError(f"a collection named {new!r} already exists")
         with writer_lock(self.data):
             src.rename(dst)
+            self._catalogs.pop(old, None)
             if self.current_collection() == old:
                 atomic_write(self._state_file(), msgspec.json.encode(_State(new)))
 
@@ -400,6 +411,7 @@ class App:
             trash.mkdir(exist_ok=True)
             target = trash / f"{name}.{secrets.token_hex(3)}"
             path.rename(target)  # gone from the app at once; removal below may be retried
+            self._catalogs.pop(name, None)
             shutil.rmtree(target, ignore_errors=True)
             if self.current_collection() == name:
                 self._state_file().unlink(missing_ok=True)
