@@ -12,7 +12,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-import engine.tokens as tokens_module
+import engine.tokens.counter as tokens_module
 from engine.chunker import (
     CHUNKER_VERSION,
     FIRST_SENTENCE_MAX_CHARS,

