@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import secrets
 import time
 from collections.abc import Callable, Sequence
@@ -24,6 +23,7 @@ import numpy as np
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from actors.catalog import Catalog
+from actors.discovery import Target, discover, format_of
 from actors.journal import DoneEntry, Job, JobTarget, Journal
 from actors.overrides import Overrides
 from actors.parse_pool import Chunking, ParsePool
@@ -32,7 +32,7 @@ from engine.clock import utc_timestamp
 from engine.config import Config
 from engine.document_cache import DocumentCache, document_key
 from engine.embedding import EmbeddingCache, EmbeddingError, EmbeddingProvider, embed_texts
-from engine.parsing import PARSER_VERSIONS, SUPPORTED_SUFFIXES, ParseError, ParseLimits
+from engine.parsing import PARSER_VERSIONS, ParseError, ParseLimits
 from engine.paths import DataDir
 from engine.tokens import TokenCounter
 from index.fsutil import file_sha256
@@ -50,6 +50,19 @@ from index.records import (
 )
 from index.snapshot import Snapshot, build_snapshot
 from index.textnorm import TOKENIZER_VERSION
+
+# Other modules import these from here; file discovery lives in actors/discovery.py.
+__all__ = [
+    "ImportProgress",
+    "ImportResult",
+    "Ingest",
+    "PauseGate",
+    "Target",
+    "discover",
+    "embedding_text",
+    "format_of",
+    "record_from_snapshot",
+]
 
 # Channel sizes: parsing runs ahead of embedding by at most a few documents, which bounds the
 # memory held by parsed-but-not-embedded text; the build stage only collects.
@@ -89,13 +102,6 @@ class ImportResult(msgspec.Struct, kw_only=True):
     skipped: list[SkippedFile]
     stats: BuildStats
     message: str = ""
-
-
-@dataclass(frozen=True)
-class Target:
-    path: Path
-    source: str  # identity inside the collection: path relative to the folder named
-    size: int
 
 
 @dataclass
@@ -147,89 +153,6 @@ class PauseGate:
     async def wait(self) -> None:
         while self.paused:
             await self._resumed.wait()
-
-
-def discover(paths: Sequence[Path]) -> tuple[list[Target], list[SkippedFile], list[FailedDocument]]:
-    """Expand folders (recursively), keep supported types, list the rest as skipped.
-
-    A file named explicitly with an unsupported type fails with `unsupported_type`.
-    """
-    targets: dict[str, Target] = {}
-    skipped: list[SkippedFile] = []
-    failed: list[FailedDocument] = []
-    for raw in paths:
-        path = Path(raw).expanduser()
-        if path.is_dir():
-            root = path.resolve()
-            for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-                dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-                for name in sorted(filenames):
-                    if name.startswith("."):
-                        continue
-                    file = Path(dirpath) / name
-                    source = file.relative_to(root).as_posix()
-                    if (bad := _bad_name(source)) is not None:
-                        failed.append(bad)
-                        continue
-                    if file.suffix.lower() not in SUPPORTED_SUFFIXES:
-                        skipped.append(SkippedFile(source=source, reason="unsupported_type"))
-                        continue
-                    if not file.is_file():
-                        continue
-                    targets[source] = Target(file, source, _size(file))
-        elif path.is_file():
-            source = path.name
-            if (bad := _bad_name(source)) is not None:
-                failed.append(bad)
-                continue
-            if path.suffix.lower() not in SUPPORTED_SUFFIXES:
-                failed.append(
-                    FailedDocument(
-                        source=source,
-                        stage="read",
-                        reason="unsupported_type",
-                        message=f"{path.suffix or 'files without an extension'} is not a "
-                        "supported type; use PDF, EPUB, DOCX, HTML, Markdown or text",
-                    )
-                )
-                continue
-            targets[source] = Target(path.resolve(), source, _size(path))
-        else:
-            failed.append(
-                FailedDocument(
-                    source=_shown(str(raw)),
-                    stage="read",
-                    reason="not_found",
-                    message="no such file or folder; check the path and try again",
-                )
-            )
-    return sorted(targets.values(), key=lambda t: t.source), skipped, failed
-
-
-def _shown(name: str) -> str:
-    """A path as text: undecodable bytes (kept by Python as lone surrogates) become \\xNN."""
-    return os.fsencode(name).decode("utf-8", "backslashreplace")
-
-
-def _bad_name(source: str) -> FailedDocument | None:
-    """A file whose name is not valid UTF-8 cannot be named in a snapshot; it fails alone."""
-    try:
-        source.encode("utf-8")
-    except UnicodeEncodeError:
-        return FailedDocument(
-            source=_shown(source),
-            stage="read",
-            reason="bad_name",
-            message="the file name is not valid text (UTF-8); rename the file and import it again",
-        )
-    return None
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
 
 
 def embedding_text(record: DocumentRecord, block_index: int) -> str:
@@ -765,16 +688,3 @@ def _documents_by_source(snap: Snapshot | None) -> dict[str, int]:
     if snap is None:
         return {}
     return {d.source: i for i, d in enumerate(snap.documents)}
-
-
-def format_of(path: Path) -> str:
-    return {
-        ".pdf": "pdf",
-        ".epub": "epub",
-        ".docx": "docx",
-        ".html": "html",
-        ".htm": "html",
-        ".xhtml": "html",
-        ".md": "markdown",
-        ".markdown": "markdown",
-    }.get(path.suffix.lower(), "text")

@@ -1,0 +1,119 @@
+"""Which files an import covers: folders expanded, unsupported types skipped, bad names failed.
+
+Only looks at the file system (walk, stat); it never reads a file's content, never writes and
+never awaits, so it runs in one worker thread and is tested on a temporary folder alone.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.parsing import SUPPORTED_SUFFIXES
+from index.records import FailedDocument, SkippedFile
+
+
+@dataclass(frozen=True)
+class Target:
+    path: Path
+    source: str  # identity inside the collection: path relative to the folder named
+    size: int
+
+
+def discover(paths: Sequence[Path]) -> tuple[list[Target], list[SkippedFile], list[FailedDocument]]:
+    """Expand folders (recursively), keep supported types, list the rest as skipped.
+
+    A file named explicitly with an unsupported type fails with `unsupported_type`.
+    """
+    targets: dict[str, Target] = {}
+    skipped: list[SkippedFile] = []
+    failed: list[FailedDocument] = []
+    for raw in paths:
+        path = Path(raw).expanduser()
+        if path.is_dir():
+            root = path.resolve()
+            for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+                dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+                for name in sorted(filenames):
+                    if name.startswith("."):
+                        continue
+                    file = Path(dirpath) / name
+                    source = file.relative_to(root).as_posix()
+                    if (bad := _bad_name(source)) is not None:
+                        failed.append(bad)
+                        continue
+                    if file.suffix.lower() not in SUPPORTED_SUFFIXES:
+                        skipped.append(SkippedFile(source=source, reason="unsupported_type"))
+                        continue
+                    if not file.is_file():
+                        continue
+                    targets[source] = Target(file, source, _size(file))
+        elif path.is_file():
+            source = path.name
+            if (bad := _bad_name(source)) is not None:
+                failed.append(bad)
+                continue
+            if path.suffix.lower() not in SUPPORTED_SUFFIXES:
+                failed.append(
+                    FailedDocument(
+                        source=source,
+                        stage="read",
+                        reason="unsupported_type",
+                        message=f"{path.suffix or 'files without an extension'} is not a "
+                        "supported type; use PDF, EPUB, DOCX, HTML, Markdown or text",
+                    )
+                )
+                continue
+            targets[source] = Target(path.resolve(), source, _size(path))
+        else:
+            failed.append(
+                FailedDocument(
+                    source=_shown(str(raw)),
+                    stage="read",
+                    reason="not_found",
+                    message="no such file or folder; check the path and try again",
+                )
+            )
+    return sorted(targets.values(), key=lambda t: t.source), skipped, failed
+
+
+def _shown(name: str) -> str:
+    """A path as text: undecodable bytes (kept by Python as lone surrogates) become \\xNN."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
+def _bad_name(source: str) -> FailedDocument | None:
+    """A file whose name is not valid UTF-8 cannot be named in a snapshot; it fails alone."""
+    try:
+        source.encode("utf-8")
+    except UnicodeEncodeError:
+        return FailedDocument(
+            source=_shown(source),
+            stage="read",
+            reason="bad_name",
+            message="the file name is not valid text (UTF-8); rename the file and import it again",
+        )
+    return None
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def format_of(path: Path) -> str:
+    """The parser a file goes to, by its suffix; anything unnamed here is read as text."""
+    return {
+        ".pdf": "pdf",
+        ".epub": "epub",
+        ".docx": "docx",
+        ".html": "html",
+        ".htm": "html",
+        ".xhtml": "html",
+        ".md": "markdown",
+        ".markdown": "markdown",
+    }.get(path.suffix.lower(), "text")
