@@ -1,9 +1,10 @@
 """Descriptions of the five tools for the system prompt's {tools}, as data and as text.
 
 The argument schema shown to the model is generated from the very Struct the executor validates
-against (contracts.ARGUMENTS), so the model can never be told one thing and held to another.
-The words say what each result is, and what an empty result does and does not prove (seed
-§10.1, appendix A.2); this module never describes behaviour the tools do not have.
+against (contracts.ARGUMENTS), and the fields a result is said to return from the Struct it is
+encoded from (contracts.RESULTS), so the model can never be told one thing and held to another.
+The words say how each result is ordered, and what an empty result does and does not prove
+(seed §10.1, appendix A.2); this module never describes behaviour the tools do not have.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ import functools
 from typing import Any
 
 import msgspec
+from msgspec.inspect import CollectionType, StructType, Type, UnionType, type_info
 
-from engine.tools.contracts import ARGUMENTS, TOOL_NAMES, ToolName
+from engine.tools.contracts import ARGUMENTS, RESULTS, TOOL_NAMES, ToolName
 
 
 class ToolDescription(msgspec.Struct, frozen=True, kw_only=True):
@@ -25,14 +27,16 @@ class ToolDescription(msgspec.Struct, frozen=True, kw_only=True):
     empty_does_not_prove: str
 
 
-_TEXT: dict[ToolName, tuple[str, str, str, str]] = {
+# Per tool: purpose, what to add after a returned field's shape (in the result's field order),
+# a closing sentence for "Returns", what an empty result proves and what it does not.
+_TEXT: dict[ToolName, tuple[str, dict[str, str], str, str, str]] = {
     "list_documents": (
         "Find which documents exist, by metadata only: source name or alias (whole name, case"
         " does not matter; a file name without its folder also matches), language, or words of"
         " the title (not the body). Use it to pin down the documents a question is about; if"
         " several could be meant and you cannot tell which, ask the user.",
-        "documents [{doc_id, title, source_label, aliases, lang, sections, blocks}] sorted by"
-        " source, title, doc_id; total.",
+        {"documents": " sorted by source, title, doc_id"},
+        "",
         "no document's metadata matched the filters (empty_reason no_match), or the knowledge"
         " base has no documents at all (collection_empty).",
         "that no document discusses the subject: bodies are not searched.",
@@ -43,8 +47,8 @@ _TEXT: dict[ToolName, tuple[str, str, str, str]] = {
         " position, depth, block and token counts of the section alone and with its"
         " subsections, and its first sentence. A document without headings has one root"
         " section. It returns structure, not facts, and no block ids.",
-        "documents [{doc_id, title, source_label, sections [{path, ordinal, depth,"
-        " direct_blocks, subtree_blocks, direct_tokens, subtree_tokens, first_sentence}]}].",
+        {},
+        "",
         "(never empty for valid doc_ids; an unknown doc_id fails the whole call with"
         " scope_not_found.)",
         "anything about the content: a first sentence is not the section.",
@@ -56,8 +60,8 @@ _TEXT: dict[ToolName, tuple[str, str, str, str]] = {
         " the full set of relevant blocks — for everything in a section use list_blocks, for"
         " every occurrence of a string use scan_term. If the query cannot be embedded it fails"
         " with upstream_unavailable; it never quietly searches keywords only.",
-        "blocks [{citation, doc_id, block_id, title, source_label, section, page_start,"
-        " page_end, text}] best first; total. Cite a block as 【来源:citation】.",
+        {"blocks": " best first"},
+        " Cite a block as 【来源:citation】.",
         "no block in scope was a good enough candidate (no_match), or the scope holds no"
         " blocks (scope_empty, collection_empty).",
         "that the documents do not discuss it: try other words, or scan_term / list_blocks.",
@@ -69,8 +73,8 @@ _TEXT: dict[ToolName, tuple[str, str, str, str]] = {
         " never truncates: total always equals the number of blocks returned, and a single"
         " unknown path fails the whole call (scope_not_found). For several documents call it"
         " once per document.",
-        "blocks [{citation, doc_id, block_id, title, source_label, section, page_start,"
-        " page_end, text}] in block order; total.",
+        {"blocks": " in block order"},
+        "",
         "the named sections hold no blocks, only headings (scope_empty).",
         "(an empty scope is complete: there is nothing else in it.)",
     ),
@@ -80,8 +84,8 @@ _TEXT: dict[ToolName, tuple[str, str, str, str]] = {
         " word splitting, stemming, synonyms or punctuation changes. Returns every hit, by"
         " document then block, with a snippet for locating it (not the full context: read"
         " the block with list_blocks or cite it from search results).",
-        "hits [{citation, doc_id, block_id, title, source_label, section, snippet, count}];"
-        " count = occurrences over all hits.",
+        {"count": " = occurrences over all hits"},
+        "",
         "this exact string does not occur in the scope (count 0, empty_reason no_match).",
         "that the concept is absent: other wordings, spellings or languages are not found.",
     ),
@@ -101,6 +105,39 @@ scope holds no blocks), collection_empty (the knowledge base has no documents). 
 - tool_internal_error: the tool failed; do not repeat the same call, report it."""
 
 
+# Fields every result carries, explained once for all tools in _COMMON.
+_COMMON_FIELDS = frozenset({"empty_reason", "token_estimate", "contract_version"})
+
+
+def _shape(kind: Type) -> str:
+    """`[{a, b, c [{…}]}]` for a list of Structs, "" for a plain value."""
+    if isinstance(kind, UnionType):  # e.g. `X | None`: describe X
+        shapes = [_shape(t) for t in kind.types]
+        return next((x for x in shapes if x), "")
+    if isinstance(kind, CollectionType) and isinstance(kind.item_type, StructType):
+        fields = (f"{f.encode_name}{_spaced(_shape(f.type))}" for f in kind.item_type.fields)
+        return "[{" + ", ".join(fields) + "}]"
+    return ""
+
+
+def _spaced(shape: str) -> str:
+    return f" {shape}" if shape else ""
+
+
+def returns_text(name: ToolName) -> str:
+    """What the model is told a result holds: each field of the tool's result Struct with the
+    shape of its items, in encoding order, and how the tool orders them."""
+    _, notes, closing, _, _ = _TEXT[name]
+    info = type_info(RESULTS[name])
+    assert isinstance(info, StructType)
+    parts = [
+        f"{f.encode_name}{_spaced(_shape(f.type))}{notes.get(f.encode_name, '')}"
+        for f in info.fields
+        if f.encode_name not in _COMMON_FIELDS
+    ]
+    return "; ".join(parts) + "." + closing
+
+
 def arguments_schema(name: ToolName) -> dict[str, Any]:
     """The JSON Schema of a tool's arguments, from the Struct the executor validates against."""
     kind = ARGUMENTS[name]
@@ -114,13 +151,13 @@ def tool_descriptions(top_k: int = 5) -> tuple[ToolDescription, ...]:
     """`top_k` is the snapshot's retrieval.top_k (how many blocks search_blocks returns)."""
     out = []
     for name in TOOL_NAMES:
-        purpose, returns, proves, does_not = _TEXT[name]
+        purpose, _, _, proves, does_not = _TEXT[name]
         out.append(
             ToolDescription(
                 name=name,
                 purpose=purpose.replace("{top_k}", str(top_k)),
                 arguments=arguments_schema(name),
-                returns=returns,
+                returns=returns_text(name),
                 empty_proves=proves,
                 empty_does_not_prove=does_not,
             )
