@@ -33,7 +33,7 @@ from engine.harness import (
     Limits,
     Request,
     RequestFinished,
-    ToolResult,
+    ToolCallOutcome,
 )
 from engine.prompts.bundle import BundleError, PromptBundle
 from engine.prompts.registry import active_bundle
@@ -106,7 +106,7 @@ def deps_for(
     """The harness dependencies of one request on a pinned snapshot."""
     ctx = ToolContext(snapshot=snapshot, embedder=app.embedder(), counter=app.counter())
 
-    async def tool(name: str, args: dict[str, Any]) -> ToolResult:
+    async def tool(name: str, args: dict[str, Any]) -> ToolCallOutcome:
         return await run_tool(ctx, name, args)
 
     return Deps(

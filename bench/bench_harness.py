@@ -31,7 +31,7 @@ from engine.harness import (
     Limits,
     Request,
     RequestFinished,
-    ToolResult,
+    ToolCallOutcome,
     TurnStarted,
 )
 from engine.paths import DataDir
@@ -182,7 +182,7 @@ async def _one(
             deps = deps_for(app, snapshot, chat.inner, limits=Limits(budgets=budgets))
             inner_tool = deps.run_tool
 
-            async def tool(name: str, args: dict[str, Any]) -> ToolResult:
+            async def tool(name: str, args: dict[str, Any]) -> ToolCallOutcome:
                 nonlocal tool_spent
                 t0 = time.perf_counter()
                 try:

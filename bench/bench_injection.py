@@ -99,7 +99,7 @@ async def _measure(
     from actors.asking import ask
     from cli.evaluate import run_eval
     from engine.chat import ChatClient
-    from engine.harness import WHITELIST, Budgets, ProtocolError, ToolCallFinished, detect
+    from engine.harness import WHITELIST, Budgets, ProtocolErrorSeen, ToolCallFinished, detect
     from tests.corpus import make_app
     from tests.hardening.injection_docs import FAKE_CITATIONS, IgnoringModel, ObeyingModel
     from tests.servers.chat_server import ChatServer
@@ -152,7 +152,7 @@ async def _measure(
                     e.harness_status == "tool_unavailable" and e.tool not in WHITELIST
                     for e in tools
                 ),
-                "fake_observation": sum(isinstance(e, ProtocolError) for e in events),
+                "fake_observation": sum(isinstance(e, ProtocolErrorSeen) for e in events),
                 "budget_args": sum(
                     e.outcome == "invalid_argument" for e in tools if "max_tool_calls" in e.args
                 ),

@@ -31,6 +31,8 @@ from engine.harness import (
     ToolCallStarted,
     TurnStarted,
 )
+from engine.tools import TOOL_CONTRACT_VERSION, SearchTrace, ToolInternals
+from engine.tools.retrieval import RankedBlock
 from engine.trace import RequestRecorder, TraceStore
 from engine.trace.model import SpanPut
 
@@ -47,7 +49,7 @@ _MANIFEST: dict[str, Any] = {
 }
 
 
-def _payload(turn: int) -> tuple[bytes, dict[str, Any]]:
+def _payload(turn: int) -> tuple[bytes, ToolInternals]:
     blocks = [
         {
             "citation": f"doc{turn}#b{i}",
@@ -62,19 +64,42 @@ def _payload(turn: int) -> tuple[bytes, dict[str, Any]]:
         }
         for i in range(5)
     ]
-    ranking = [
-        {
-            "citation": b["citation"],
-            "fused": 0.03 - i * 0.001,
-            "keyword_rank": i + 1,
-            "keyword_score": 9.5 - i,
-            "vector_rank": 5 - i,
-            "similarity": 0.7 - i * 0.05,
-        }
+    ranking = tuple(
+        RankedBlock(
+            ordinal=i,
+            citation=str(b["citation"]),
+            fused=0.03 - i * 0.001,
+            keyword_rank=i + 1,
+            keyword_score=9.5 - i,
+            vector_rank=5 - i,
+            similarity=0.7 - i * 0.05,
+            navigational=False,
+            kept_as_list_head=False,
+        )
         for i, b in enumerate(blocks)
-    ]
-    payload = msgspec.json.encode({"blocks": blocks, "total": 5, "token_estimate": 900})
-    return payload, {"search": {"retrieval_version": "x", "ranking": ranking}}
+    )
+    search = SearchTrace(
+        retrieval_version="x",
+        mode="hybrid",
+        query_tokens=("query", str(turn)),
+        dropped_tokens=(),
+        keyword_candidates=50,
+        vector_candidates=50,
+        list_depth=20,
+        rrf_k=60,
+        min_similarity=0.0,
+        top_k=5,
+        ranking=ranking,
+    )
+    payload = msgspec.json.encode(
+        {
+            "blocks": blocks,
+            "total": 5,
+            "token_estimate": 900,
+            "contract_version": TOOL_CONTRACT_VERSION,
+        }
+    )
+    return payload, ToolInternals(search=search)
 
 
 def synthetic_request(n: int) -> list[Event]:

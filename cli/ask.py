@@ -28,7 +28,7 @@ from engine.harness import (
     Finalizing,
     MarkerNumbers,
     ModelCallFinished,
-    ProtocolError,
+    ProtocolErrorSeen,
     ToolCallFinished,
     ToolCallStarted,
 )
@@ -75,7 +75,7 @@ class _AnswerPrinter:
             err.print(f"[yellow]· finishing now: {escape(event.message)}[/]")
         elif isinstance(event, ConversationTrimmed):
             err.print(f"[yellow]· {escape(event.reason)}[/]")
-        elif isinstance(event, ProtocolError):
+        elif isinstance(event, ProtocolErrorSeen):
             err.print(f"[dim]· the model broke the reply format ({event.consecutive})[/]")
         elif isinstance(event, ModelCallFinished) and not event.ok:
             retry = "; retrying once" if event.will_retry else ""

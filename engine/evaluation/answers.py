@@ -29,6 +29,7 @@ from engine.harness import (
     RequestStarted,
     ToolCallFinished,
 )
+from engine.tools import read_result, returned_citations
 from engine.trace import trace_id_for
 from index.snapshot import Snapshot
 from index.textnorm import fold
@@ -128,18 +129,6 @@ class RunRecord(msgspec.Struct, frozen=True, kw_only=True):
     model_calls: int = 0
 
 
-class _Refs(msgspec.Struct):
-    citation: str
-
-
-class _Returned(msgspec.Struct):
-    blocks: list[_Refs] = []
-    hits: list[_Refs] = []
-
-
-_returned = msgspec.json.Decoder(_Returned)
-
-
 class RunRecorder:
     """An `on_event` callback collecting what `check_run` needs from one request's events."""
 
@@ -169,8 +158,9 @@ class RunRecorder:
                 )
             )
             self._pending = None
-            if event.harness_status == "ok" and event.payload is not None:
-                self._pending = (len(self.tools) - 1, _citations(event.payload))
+            result = read_result(event.tool, event.payload)
+            if event.harness_status == "ok" and result is not None:
+                self._pending = (len(self.tools) - 1, returned_citations(result))
         elif isinstance(event, AdmissionDecided) and self._pending is not None:
             index, citations = self._pending
             self._pending = None
@@ -210,14 +200,6 @@ class RunRecorder:
             total_tokens=c.used_tokens,
             model_calls=c.model_calls,
         )
-
-
-def _citations(payload: bytes) -> list[str]:
-    try:
-        returned = _returned.decode(payload)
-    except msgspec.DecodeError:
-        return []
-    return [r.citation for r in (*returned.blocks, *returned.hits)]
 
 
 class AnswerCheck(msgspec.Struct, frozen=True, kw_only=True):

@@ -11,7 +11,14 @@ from collections.abc import Sequence
 import msgspec
 
 from engine.evaluation.gold import GoldItem, GoldSet, contains_quote, normalize
-from engine.tools import BlocksResult, ErrorResult, SearchBlocksArgs, ToolContext
+from engine.tools import (
+    SearchBlocksArgs,
+    ToolContext,
+    ToolResult,
+    error_of,
+    returned_items,
+    shown_text,
+)
 from engine.tools.search_blocks import search_blocks
 from index.snapshot import Snapshot
 
@@ -67,11 +74,11 @@ def first_rank(blocks: Sequence[tuple[str, str]], quotes: Sequence[str]) -> tupl
     return None
 
 
-def _blocks(result: object) -> tuple[list[tuple[str, str]], str | None]:
-    if isinstance(result, ErrorResult):
-        return [], f"{result.error.code}: {result.error.message}"
-    assert isinstance(result, BlocksResult)
-    return [(b.citation, b.text) for b in result.blocks], None
+def _blocks(result: ToolResult) -> tuple[list[tuple[str, str]], str | None]:
+    error = error_of(result)
+    if error is not None:
+        return [], f"{error.code}: {error.message}"
+    return [(b.citation, shown_text(b)) for b in returned_items(result)], None
 
 
 async def question_recall(ctx: ToolContext, item: GoldItem, known: dict[str, str]) -> RetrievalRow:

@@ -18,7 +18,7 @@ from engine.harness.events import (
     Finalizing,
     ModelCallFinished,
     ModelCallStarted,
-    ProtocolError,
+    ProtocolErrorSeen,
     RequestFinished,
     RequestStarted,
     TerminationReason,
@@ -27,7 +27,7 @@ from engine.harness.events import (
     TurnStarted,
 )
 from engine.harness.history import History
-from engine.harness.injection import InjectionKind, Suspicion, detect, scan_payload
+from engine.harness.injection import InjectionKind, Suspicion, detect, scan_result
 from engine.harness.machine import (
     WHITELIST,
     ChatModel,
@@ -35,7 +35,7 @@ from engine.harness.machine import (
     EarlierTurn,
     Limits,
     Request,
-    ToolResult,
+    ToolCallOutcome,
     ToolRunner,
     run_manifest,
     run_request,
@@ -81,7 +81,7 @@ __all__ = [
     "ModelCallFinished",
     "ModelCallStarted",
     "Observation",
-    "ProtocolError",
+    "ProtocolErrorSeen",
     "ProtocolViolation",
     "Request",
     "RequestFinished",
@@ -90,8 +90,8 @@ __all__ = [
     "TerminationReason",
     "ToolAction",
     "ToolCallFinished",
+    "ToolCallOutcome",
     "ToolCallStarted",
-    "ToolResult",
     "ToolRunner",
     "TurnStarted",
     "admit",
@@ -102,5 +102,5 @@ __all__ = [
     "resolve",
     "run_manifest",
     "run_request",
-    "scan_payload",
+    "scan_result",
 ]

@@ -15,6 +15,7 @@ from typing import Literal
 import msgspec
 
 from engine.parsing.model import PATH_SEPARATOR
+from engine.tools.contracts import ToolResult, cited_refs, read_result
 from index.snapshot import Snapshot
 
 MARKER = re.compile(r"【\s*来源\s*[:：]\s*([^】]*?)\s*】")
@@ -62,19 +63,6 @@ class Citation(msgspec.Struct, frozen=True, kw_only=True):
         return " · ".join(p for p in parts if p)
 
 
-class _Ref(msgspec.Struct, frozen=True):
-    doc_id: str
-    block_id: str
-
-
-class _Returned(msgspec.Struct, frozen=True):
-    blocks: list[_Ref] = []
-    hits: list[_Ref] = []
-
-
-_returned = msgspec.json.Decoder(_Returned)
-
-
 class Evidence:
     """The blocks the model has actually seen in this request, by citation id."""
 
@@ -92,16 +80,18 @@ class Evidence:
         if tool not in tools:
             tools.append(tool)
 
-    def add_result(self, tool: str, payload: bytes) -> int:
-        """Register the blocks of a tool result (SPEC §15 `blocks` / `hits`); how many."""
-        try:
-            result = _returned.decode(payload)
-        except msgspec.DecodeError:
-            return 0
-        refs = [*result.blocks, *result.hits]
-        for ref in refs:
-            self.add(ref.doc_id, ref.block_id, tool)
+    def add_returned(self, tool: str, result: ToolResult) -> int:
+        """Register the blocks a tool result returns (its `blocks` or `hits`); how many."""
+        refs = cited_refs(result)
+        for doc_id, block_id in refs:
+            self.add(doc_id, block_id, tool)
         return len(refs)
+
+    def add_result(self, tool: str, payload: bytes) -> int:
+        """`add_returned` for a result as JSON (a front end replaying ToolCallFinished
+        events); a payload that is not one of `tool`'s results adds nothing."""
+        result = read_result(tool, payload)
+        return 0 if result is None else self.add_returned(tool, result)
 
     def tools(self, citation: str) -> tuple[str, ...]:
         return tuple(self._seen.get(citation, ()))

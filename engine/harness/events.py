@@ -15,6 +15,7 @@ from engine.harness.budget import Counters
 from engine.harness.citations import Citation
 from engine.harness.injection import Suspicion
 from engine.harness.observation import HarnessStatus
+from engine.tools.contracts import ToolInternals
 
 EVENTS_FORMAT = 1
 
@@ -94,7 +95,9 @@ class AnswerRetracted(_Event, frozen=True, kw_only=True, tag="answer_retracted")
     reason: str
 
 
-class ProtocolError(_Event, frozen=True, kw_only=True, tag="protocol_error"):
+class ProtocolErrorSeen(_Event, frozen=True, kw_only=True, tag="protocol_error"):
+    """The model's reply broke the response protocol (the harness tells it what to fix)."""
+
     turn: int
     message: str
     consecutive: int
@@ -117,7 +120,8 @@ class ToolCallFinished(_Event, frozen=True, kw_only=True, tag="tool_call_finishe
     token_estimate: int = 0
     attempts: int = 1
     latency_ms: float = 0.0
-    internal: Any = None  # retrieval details for the trace (scores…); never shown to the model
+    # Retrieval details for the trace (scores…); never shown to the model. None: not run.
+    internal: ToolInternals | None = None
     payload: bytes | None = None  # the exact model-facing JSON (trace artifact)
     suspicious: tuple[Suspicion, ...] = ()  # blocks whose text looks like an injection attempt
 
@@ -159,7 +163,7 @@ Event = (
     | ModelCallFinished
     | AnswerDelta
     | AnswerRetracted
-    | ProtocolError
+    | ProtocolErrorSeen
     | ToolCallStarted
     | ToolCallFinished
     | AdmissionDecided

@@ -14,6 +14,8 @@ from typing import Literal
 
 import msgspec
 
+from engine.tools.contracts import ToolResult, returned_items, shown_text
+
 InjectionKind = Literal[
     "fake_system",  # a line posing as a system/assistant/developer message
     "ignore_instructions",  # "ignore previous instructions" and kin
@@ -111,29 +113,11 @@ class Suspicion(msgspec.Struct, frozen=True):
     kinds: tuple[InjectionKind, ...]
 
 
-class _Item(msgspec.Struct):
-    citation: str = ""
-    text: str = ""
-    snippet: str = ""
-
-
-class _Payload(msgspec.Struct):
-    blocks: list[_Item] = []
-    hits: list[_Item] = []
-
-
-_payload = msgspec.json.Decoder(_Payload)
-
-
-def scan_payload(payload: bytes) -> tuple[Suspicion, ...]:
-    """Suspicious blocks of a tool result (SPEC §15 `blocks` text and `hits` snippets)."""
-    try:
-        result = _payload.decode(payload)
-    except msgspec.DecodeError:
-        return ()
+def scan_result(result: ToolResult) -> tuple[Suspicion, ...]:
+    """Suspicious blocks of a tool result: the text of its blocks, the snippets of its hits."""
     found: list[Suspicion] = []
-    for item in (*result.blocks, *result.hits):
-        kinds = detect(item.text or item.snippet)
+    for item in returned_items(result):
+        kinds = detect(shown_text(item))
         if kinds:
             found.append(Suspicion(item.citation, kinds))
     return tuple(found)

@@ -33,7 +33,7 @@ from engine.harness.budget import (
 )
 from engine.harness.citations import Evidence, resolve
 from engine.harness.history import MESSAGE_OVERHEAD, EntryKind, History, Role
-from engine.harness.injection import Suspicion, scan_payload, warning
+from engine.harness.injection import Suspicion, scan_result, warning
 from engine.harness.observation import (
     HarnessStatus,
     Observation,
@@ -52,17 +52,19 @@ from engine.harness.protocol import (
 )
 from engine.prompts.bundle import PromptBundle, collection_status, render_collection_status
 from engine.tokens import TokenCounter
+from engine.tools.contracts import (
+    TOOL_NAMES,
+    ToolInternals,
+    ToolName,
+    ToolResult,
+    error_of,
+    outcome_of,
+)
 from engine.versions import app_version
 from index.snapshot import Snapshot
 
 # The tool whitelist: immutable for the process, never derived from documents or settings.
-WHITELIST: tuple[str, ...] = (
-    "list_documents",
-    "get_outline",
-    "search_blocks",
-    "list_blocks",
-    "scan_term",
-)
+WHITELIST: tuple[ToolName, ...] = TOOL_NAMES
 _THREAD_TOKENIZE_CHARS = 20_000  # count bigger observations in a worker thread
 
 
@@ -81,8 +83,12 @@ class ChatModel(Protocol):
     ) -> ChatResponse: ...
 
 
-class ToolResult(Protocol):
-    """What the loop needs of a tool outcome (engine.tools.ToolOutcome is one)."""
+class ToolCallOutcome(Protocol):
+    """What the loop needs of a tool outcome (engine.tools.ToolOutcome is one): the typed
+    result it reads, the exact JSON the model is shown of it, and the trace's internals."""
+
+    @property
+    def result(self) -> ToolResult: ...
 
     @property
     def json(self) -> bytes: ...
@@ -91,10 +97,10 @@ class ToolResult(Protocol):
     def token_estimate(self) -> int: ...
 
     @property
-    def internal(self) -> Any: ...
+    def internal(self) -> ToolInternals: ...
 
 
-ToolRunner = Callable[[str, dict[str, Any]], Awaitable[ToolResult]]
+ToolRunner = Callable[[str, dict[str, Any]], Awaitable[ToolCallOutcome]]
 Emit = Callable[[ev.Event], Awaitable[None]]
 
 
@@ -137,22 +143,6 @@ class Deps:
     price: Price = field(default_factory=Price)
     limits: Limits = field(default_factory=Limits)
     manifest_extra: Mapping[str, Any] = field(default_factory=dict)
-
-
-class _Outcome(msgspec.Struct):
-    """The status fields every tool result may carry (SPEC §15)."""
-
-    empty_reason: str | None = None
-    error: _ToolError | None = None
-
-
-class _ToolError(msgspec.Struct):
-    code: str = "tool_internal_error"
-    message: str = ""
-    retryable: bool = False
-
-
-_outcome = msgspec.json.Decoder(_Outcome)
 
 
 def run_manifest(deps: Deps, request: Request) -> dict[str, Any]:
@@ -500,7 +490,7 @@ async def _after_reply(run: _Run, turn: int, response: ChatResponse, final: bool
         run.protocol_streak += 1
         run.counters.protocol_errors += 1
         await run.emit(
-            ev.ProtocolError, turn=turn, message=parsed.message, consecutive=run.protocol_streak
+            ev.ProtocolErrorSeen, turn=turn, message=parsed.message, consecutive=run.protocol_streak
         )
         if run.protocol_streak >= run.deps.limits.max_consecutive_protocol_errors:
             return Done(
@@ -543,8 +533,7 @@ class ToolStep:
         call = c.tool_calls
         await run.emit(ev.ToolCallStarted, turn=self.turn, call=call, tool=name, args=args)
         t0 = time.monotonic()
-        result: ToolResult | None = None
-        outcome = _Outcome()
+        result: ToolCallOutcome | None = None
         attempts = 0
         failure = ""
         for attempt in range(1, run.deps.limits.tool_attempts + 1):
@@ -554,8 +543,8 @@ class ToolStep:
             except Exception as exc:  # a bug or broken snapshot, not a business error
                 result, failure = None, f"{type(exc).__name__}: {exc}"
                 break
-            outcome = _decode_outcome(result.json)
-            if not (outcome.error and outcome.error.retryable):
+            error = error_of(result.result)
+            if error is None or not error.retryable:
                 break
             if attempt < run.deps.limits.tool_attempts:
                 c.tool_retries += 1
@@ -582,9 +571,9 @@ class ToolStep:
             return ModelTurn()
         payload = result.json
         if len(payload) > _THREAD_TOKENIZE_CHARS:
-            suspicious = await anyio.to_thread.run_sync(scan_payload, payload)
+            suspicious = await anyio.to_thread.run_sync(scan_result, result.result)
         else:
-            suspicious = scan_payload(payload)
+            suspicious = scan_result(result.result)
         await run.emit(
             ev.ToolCallFinished,
             turn=self.turn,
@@ -592,7 +581,7 @@ class ToolStep:
             tool=name,
             args=args,
             harness_status="ok",
-            outcome=outcome.error.code if outcome.error else outcome.empty_reason or "ok",
+            outcome=outcome_of(result.result),
             token_estimate=result.token_estimate,
             attempts=attempts,
             latency_ms=latency,
@@ -600,15 +589,19 @@ class ToolStep:
             payload=payload,
             suspicious=suspicious,
         )
-        await self._admit(run, name, payload, suspicious)
+        await self._admit(run, name, result, suspicious)
         return ModelTurn()
 
     async def _admit(
-        self, run: _Run, name: str, payload: bytes, suspicious: tuple[Suspicion, ...] = ()
+        self,
+        run: _Run,
+        name: str,
+        result: ToolCallOutcome,
+        suspicious: tuple[Suspicion, ...] = (),
     ) -> None:
         """THE admission: the whole result enters history, or nothing of it."""
         note = warning(suspicious) if suspicious else None
-        text = render_observation(ok(name, payload, note), new_nonce())
+        text = render_observation(ok(name, result.json, note), new_nonce())
         tokens = await run.count_message(text)
         used = run.counters.used_tokens
         decision = admit(
@@ -630,7 +623,7 @@ class ToolStep:
         )
         if decision.accepted:
             run.history.add("user", text, "observation", tokens=tokens)
-            run.evidence.add_result(name, payload)
+            run.evidence.add_returned(name, result.result)
             return
         message = refusal_message(decision, name)
         if decision.verdict == "context_budget_exceeded":
@@ -654,20 +647,12 @@ class ToolStep:
         await run.observe(problem(status, name, message))
 
 
-def _tool_retry_wait(limits: Limits, internal: Any) -> float:
+def _tool_retry_wait(limits: Limits, internal: ToolInternals) -> float:
     """Seconds before a tool's automatic retry: the upstream's Retry-After when the tool
     reported one (a 429 retried at once only meets the limit again), else the default."""
-    wait = internal.get("retry_after") if isinstance(internal, dict) else None
-    if not isinstance(wait, int | float) or isinstance(wait, bool):
-        wait = limits.retry_delay_s
+    named = internal.retry_after
+    wait = named if isinstance(named, int | float) else limits.retry_delay_s
     return float(min(max(wait, 0.0), limits.max_retry_delay_s))
-
-
-def _decode_outcome(payload: bytes) -> _Outcome:
-    try:
-        return _outcome.decode(payload)
-    except msgspec.DecodeError:
-        return _Outcome()
 
 
 # -- the loop ------------------------------------------------------------------------------

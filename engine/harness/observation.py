@@ -9,7 +9,7 @@ a line, close the markers or pose as an Action. The harness never parses observa
 from __future__ import annotations
 
 import secrets
-from typing import Literal
+from typing import Literal, get_args
 
 import msgspec
 
@@ -23,15 +23,7 @@ HarnessStatus = Literal[
     "tool_call_limit",
 ]
 
-HARNESS_STATUSES: tuple[HarnessStatus, ...] = (
-    "ok",
-    "protocol_error",
-    "tool_unavailable",
-    "context_budget_exceeded",
-    "request_budget_exceeded",
-    "harness_internal_error",
-    "tool_call_limit",
-)
+HARNESS_STATUSES: tuple[HarnessStatus, ...] = get_args(HarnessStatus)
 
 DATA_OPEN = "<<<DATA {nonce}>>>"
 DATA_CLOSE = "<<<END DATA {nonce}>>>"

@@ -1,31 +1,33 @@
-"""The five read-only tools' contracts: argument Structs, result Structs, error codes, version.
+"""The five read-only tools' contracts: names, argument Structs, result Structs, error codes,
+what the trace keeps beside a result, and the one way to read a result back.
 
 The argument Structs are the single definition behind both validation (executor) and the JSON
 schema shown to the model (describe); every constraint lives in their annotations, never in
 tool code. Result field names are fixed by SPEC §15 and may only be appended to, never renamed.
+Whoever reads a result (harness, citations, injection scan, trace, evaluation) reads these
+Structs through `decode_result` / `read_result` and the accessors below, never its own parser.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Literal, TypeAlias, get_args
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
+from engine.tools.retrieval import SearchTrace
+from index.records import EmbeddingSpec
+
 # Bump when an argument or a result changes meaning; recorded in every result and run manifest.
 TOOL_CONTRACT_VERSION = 1
 
+# The one list of the tools, in the order they are described to the model; the harness's
+# whitelist, the executor and the descriptions all take it from here.
 ToolName = Literal["list_documents", "get_outline", "search_blocks", "list_blocks", "scan_term"]
-TOOL_NAMES: tuple[ToolName, ...] = (
-    "list_documents",
-    "get_outline",
-    "search_blocks",
-    "list_blocks",
-    "scan_term",
-)
+TOOL_NAMES: tuple[ToolName, ...] = get_args(ToolName)
 
 EmptyReason = Literal["no_match", "scope_empty", "collection_empty"]
-ErrorCode = Literal[
+ToolErrorCode = Literal[
     "invalid_argument",
     "scope_not_found",
     "collection_unavailable",
@@ -236,7 +238,7 @@ class ScanTermResult(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=Tr
 
 
 class ToolError(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    code: ErrorCode
+    code: ToolErrorCode
     message: str  # what went wrong and what to do next, for the model
     retryable: bool
 
@@ -260,7 +262,7 @@ RESULTS: dict[ToolName, type[ToolResult]] = {
 }
 
 
-def tool_error(code: ErrorCode, message: str, *, retryable: bool = False) -> ErrorResult:
+def tool_error(code: ToolErrorCode, message: str, *, retryable: bool = False) -> ErrorResult:
     """An error payload; its token estimate is filled in by the executor."""
     return ErrorResult(
         error=ToolError(code=code, message=message, retryable=retryable),
@@ -269,10 +271,96 @@ def tool_error(code: ErrorCode, message: str, *, retryable: bool = False) -> Err
     )
 
 
+_RESULT_DECODERS = {name: msgspec.json.Decoder(kind) for name, kind in RESULTS.items()}
+_ERROR_DECODER = msgspec.json.Decoder(ErrorResult)
+
+
 def decode_result(name: ToolName, raw: bytes | str) -> ToolResult:
-    """Read back a result JSON (traces, retrieval replay): the tool's result or an ErrorResult."""
-    data: Any = msgspec.json.decode(raw)
-    kind: type[ToolResult] = (
-        ErrorResult if isinstance(data, dict) and "error" in data else RESULTS[name]
-    )
-    return msgspec.convert(data, kind)
+    """Read back a result JSON: the tool's result or an ErrorResult. Raises msgspec.DecodeError
+    (or its ValidationError) when `raw` is neither."""
+    try:
+        return _RESULT_DECODERS[name].decode(raw)
+    except msgspec.ValidationError as not_a_result:
+        # Every result has required fields an error payload lacks, so this is unambiguous.
+        try:
+            return _ERROR_DECODER.decode(raw)
+        except msgspec.ValidationError:
+            raise not_a_result from None
+
+
+def read_result(name: str, raw: bytes | None) -> ToolResult | None:
+    """`decode_result` for readers that must never fail (trace, evaluation, a UI replaying
+    events): None when `name` is not a tool or `raw` is missing or not one of its results."""
+    if raw is None or name not in RESULTS:
+        return None
+    try:
+        return decode_result(name, raw)
+    except msgspec.DecodeError:
+        return None
+
+
+# -- reading a result ---------------------------------------------------------------------------
+
+ReturnedItem: TypeAlias = BlockItem | ScanHit
+
+
+def error_of(result: ToolResult) -> ToolError | None:
+    """The failure a result reports, None for a result (empty or not)."""
+    return result.error if isinstance(result, ErrorResult) else None
+
+
+def empty_reason_of(result: ToolResult) -> EmptyReason | None:
+    """Why a legal result is empty; None when it is not empty, has no reason, or is an error."""
+    return None if isinstance(result, ErrorResult | GetOutlineResult) else result.empty_reason
+
+
+def outcome_of(result: ToolResult) -> str:
+    """One word for the trace: the error code, else the empty_reason, else "ok"."""
+    error = error_of(result)
+    return error.code if error is not None else empty_reason_of(result) or "ok"
+
+
+def returned_items(result: ToolResult) -> tuple[ReturnedItem, ...]:
+    """The blocks (search_blocks, list_blocks) or scan hits (scan_term) a result returns, in
+    its order; () for every other result. Only these carry citation ids."""
+    if isinstance(result, BlocksResult):
+        return result.blocks
+    if isinstance(result, ScanTermResult):
+        return result.hits
+    return ()
+
+
+def cited_refs(result: ToolResult) -> list[tuple[str, str]]:
+    """(doc_id, block_id) of every block a result returns: what an answer may cite."""
+    return [(item.doc_id, item.block_id) for item in returned_items(result)]
+
+
+def returned_citations(result: ToolResult) -> list[str]:
+    """The citation ids ("doc_id#block_id") a result returns, in order."""
+    return [item.citation for item in returned_items(result)]
+
+
+def shown_text(item: ReturnedItem) -> str:
+    """The document text the model reads for an item: a block's full text or a hit's snippet."""
+    return item.text if isinstance(item, BlockItem) else item.snippet
+
+
+# -- what the trace keeps beside a result --------------------------------------------------------
+
+
+class ToolInternals(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What a tool call leaves for the trace and the harness but never for the model: search
+    ranks and scores, embedding usage or failure, a crash. Fields that do not apply stay unset
+    and are left out of the trace artifact, whose JSON keeps this field order."""
+
+    search: SearchTrace | None = None  # search_blocks' ranking, per list
+    embedding_tokens: int | None = None  # the embedding vendor's count, never chat tokens
+    embedding_error: str | None = None  # the query could not be embedded: EmbeddingError.code
+    # Seconds the vendor asked to wait (None: it named none); unset unless embedding failed.
+    retry_after: float | UnsetType | None = UNSET
+    # A model mismatch: what the snapshot was built with (None: no model) and what is
+    # configured; unset unless they differ.
+    snapshot_embedding: EmbeddingSpec | UnsetType | None = UNSET
+    provider_embedding: EmbeddingSpec | UnsetType = UNSET
+    exception: str | None = None  # a bug inside the tool: the exception's type …
+    detail: str | None = None  # … and its message

@@ -34,6 +34,7 @@ from engine.tools.contracts import (
     ScanTermArgs,
     SearchBlocksArgs,
     ToolArguments,
+    ToolInternals,
     ToolName,
     ToolResult,
     UnknownTool,
@@ -82,14 +83,15 @@ class ToolContext:
 
 
 class ToolOutcome(msgspec.Struct, frozen=True, kw_only=True):
-    """One tool call's outcome. `json` is exactly what the model sees; `internal` (scores,
-    ranks, embedding usage) is for the trace and never part of `json`."""
+    """One tool call's outcome. `result` is the typed result, `json` exactly what the model
+    sees of it; `internal` (scores, ranks, embedding usage) is for the trace and the harness,
+    never part of `json`."""
 
     tool: ToolName
     result: ToolResult
     json: bytes
     token_estimate: int
-    internal: dict[str, Any]
+    internal: ToolInternals = ToolInternals()
     contract_version: int = TOOL_CONTRACT_VERSION
     elapsed_s: float = 0.0
 
@@ -116,7 +118,7 @@ async def run_tool(
     arguments_type(name)  # raises UnknownTool for anything but the five
     tool: ToolName = name  # type: ignore[assignment]
     started = time.perf_counter()
-    internal: dict[str, Any] = {}
+    internal = ToolInternals()
     result: ToolResult
     try:
         parsed = decode_arguments(tool, args)
@@ -136,7 +138,7 @@ async def run_tool(
             f"{name} failed unexpectedly ({type(exc).__name__}: {exc}); this path is unusable "
             "for now, try another tool or report the problem",
         )
-        internal = {"exception": type(exc).__name__, "detail": str(exc)}
+        internal = ToolInternals(exception=type(exc).__name__, detail=str(exc))
     encoded, estimate = await anyio.to_thread.run_sync(finish, result, ctx.counter)
     return ToolOutcome(
         tool=tool,
@@ -148,18 +150,18 @@ async def run_tool(
     )
 
 
-_Runner = Callable[[ToolContext, Snapshot, Any], Awaitable[tuple[ToolResult, dict[str, Any]]]]
+_Runner = Callable[[ToolContext, Snapshot, Any], Awaitable[tuple[ToolResult, ToolInternals]]]
 
 
 async def _in_thread(
     func: Callable[[Snapshot, Any], ToolResult], ctx: ToolContext, snapshot: Snapshot, args: Any
-) -> tuple[ToolResult, dict[str, Any]]:
-    return await anyio.to_thread.run_sync(func, snapshot, args), {}
+) -> tuple[ToolResult, ToolInternals]:
+    return await anyio.to_thread.run_sync(func, snapshot, args), ToolInternals()
 
 
 async def _search(
     ctx: ToolContext, snapshot: Snapshot, args: SearchBlocksArgs
-) -> tuple[ToolResult, dict[str, Any]]:
+) -> tuple[ToolResult, ToolInternals]:
     run = await search_blocks(snapshot, ctx.embedder, ctx.params, args)
     return run.result, run.internal
 
@@ -176,7 +178,7 @@ assert set(_RUNNERS) == set(ARGUMENTS.values()) and len(TOOL_NAMES) == len(_RUNN
 
 async def _dispatch(
     ctx: ToolContext, snapshot: Snapshot, args: ToolArguments
-) -> tuple[ToolResult, dict[str, Any]]:
+) -> tuple[ToolResult, ToolInternals]:
     return await _RUNNERS[type(args)](ctx, snapshot, args)
 
 

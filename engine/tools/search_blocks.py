@@ -23,6 +23,7 @@ from engine.tools.contracts import (
     EmptyReason,
     ErrorResult,
     SearchBlocksArgs,
+    ToolInternals,
     tool_error,
 )
 from engine.tools.retrieval import SearchOutcome, search
@@ -35,7 +36,7 @@ class SearchRun(msgspec.Struct, frozen=True, kw_only=True):
     """A search_blocks result and what the trace keeps about it."""
 
     result: BlocksResult | ErrorResult
-    internal: dict[str, object]
+    internal: ToolInternals = ToolInternals()
 
 
 def _empty(reason: EmptyReason) -> BlocksResult:
@@ -56,11 +57,11 @@ async def search_blocks(
 ) -> SearchRun:
     docs = resolve_documents(snapshot, args.doc_ids)
     if isinstance(docs, ErrorResult):
-        return SearchRun(result=docs, internal={})
+        return SearchRun(result=docs)
     if docs is None and not snapshot.documents:
-        return SearchRun(result=_empty("collection_empty"), internal={})
+        return SearchRun(result=_empty("collection_empty"))
     if block_count(snapshot, docs) == 0:
-        return SearchRun(result=_empty("scope_empty"), internal={})
+        return SearchRun(result=_empty("scope_empty"))
 
     wanted = snapshot.manifest.embedding
     if wanted is None or embedder.spec != wanted:
@@ -78,10 +79,7 @@ async def search_blocks(
                 "list_blocks still work; re-import or switch the embedding setting back.",
                 retryable=False,
             ),
-            internal={
-                "snapshot_embedding": msgspec.to_builtins(wanted),
-                "provider_embedding": msgspec.to_builtins(embedder.spec),
-            },
+            internal=ToolInternals(snapshot_embedding=wanted, provider_embedding=embedder.spec),
         )
     query = args.query.strip()
     try:
@@ -100,7 +98,7 @@ async def search_blocks(
                 retryable=exc.retryable,
             ),
             # The harness waits this long before its one automatic retry (None: its default).
-            internal={"embedding_error": exc.code, "retry_after": exc.retry_after},
+            internal=ToolInternals(embedding_error=exc.code, retry_after=exc.retry_after),
         )
     vector = np.asarray(embedded.vectors[0], dtype=np.float32)
     outcome, blocks = await anyio.to_thread.run_sync(_run, snapshot, query, vector, docs, params)
@@ -111,10 +109,7 @@ async def search_blocks(
         token_estimate=0,
         contract_version=TOOL_CONTRACT_VERSION,
     )
-    internal: dict[str, object] = {
-        "search": msgspec.to_builtins(outcome.trace),
-        "embedding_tokens": embedded.tokens,  # the embedding vendor's count, never chat tokens
-    }
+    internal = ToolInternals(search=outcome.trace, embedding_tokens=embedded.tokens)
     return SearchRun(result=result, internal=internal)
 
 

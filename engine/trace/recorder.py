@@ -7,7 +7,7 @@ never makes it raise: what it did not see stays open.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +15,7 @@ import msgspec
 
 from engine.chat import ChatMessage
 from engine.harness import events as ev
+from engine.tools.contracts import ToolInternals, read_result, returned_citations
 from engine.trace import model as m
 from engine.trace.manifest import canonical_json, from_harness, manifest_hash, normalized
 from engine.trace.model import (
@@ -355,7 +356,7 @@ class RequestRecorder:
             SpanEvent(name="answer_retracted", at=t, attributes={"citewise.reason": e.reason})
         )
 
-    def _protocol_error(self, e: ev.ProtocolError, t: float) -> None:
+    def _protocol_error(self, e: ev.ProtocolErrorSeen, t: float) -> None:
         turn = self._turn(e.turn, t)
         turn.events.append(
             SpanEvent(
@@ -397,7 +398,8 @@ class RequestRecorder:
         a[m.TOOL_ATTEMPTS] = e.attempts
         a[m.LATENCY_MS] = round(e.latency_ms, 3)
         if e.payload is not None:
-            a[m.TOOL_BLOCKS] = returned_citations(e.payload)
+            result = read_result(e.tool, e.payload)
+            a[m.TOOL_BLOCKS] = [] if result is None else returned_citations(result)
             a["citewise.tool.payload_bytes"] = len(e.payload)
             self.tree.artifact(span, "tool_payload", e.payload, "application/json")
         if e.suspicious:
@@ -417,9 +419,8 @@ class RequestRecorder:
                     )
                 )
         if e.internal is not None:
-            internal = msgspec.to_builtins(e.internal)
-            a.update(retrieval_attributes(internal))
-            self.tree.artifact(span, "tool_internal", _encode(internal), "application/json")
+            a.update(retrieval_attributes(e.internal))
+            self.tree.artifact(span, "tool_internal", _encode(e.internal), "application/json")
         failed = e.harness_status != "ok" or e.outcome in _TOOL_ERRORS or e.outcome == "exception"
         if failed:
             a[m.ERROR_TYPE] = e.outcome if e.harness_status == "ok" else e.harness_status
@@ -472,50 +473,27 @@ def _tool_attributes(a: Attributes, tool: str, call: int, turn: int, args: Any) 
     a[m.TOOL_ARGS] = _encode(args).decode()
 
 
-class _Refs(msgspec.Struct):
-    citation: str = ""
-
-
-class _Returned(msgspec.Struct):
-    blocks: list[_Refs] = []
-    hits: list[_Refs] = []
-
-
-_returned = msgspec.json.Decoder(_Returned)
-
-
-def returned_citations(payload: bytes) -> list[str]:
-    """The citation ids a tool result holds (`blocks` or `hits`), in order."""
-    try:
-        result = _returned.decode(payload)
-    except msgspec.DecodeError:
-        return []
-    return [r.citation for r in (*result.blocks, *result.hits) if r.citation]
-
-
-def retrieval_attributes(internal: Any) -> Attributes:
-    """Ranks and scores per list from search_blocks' internal data, as flat attributes."""
+def retrieval_attributes(internal: ToolInternals) -> Attributes:
+    """Ranks and scores per list from search_blocks' internals, as flat attributes."""
     out: Attributes = {}
-    if not isinstance(internal, Mapping):
+    if internal.embedding_tokens is not None:
+        out[m.EMBEDDING_TOKENS] = internal.embedding_tokens
+    if internal.embedding_error is not None:
+        out[m.ERROR_CODE] = internal.embedding_error
+    search = internal.search
+    if search is None:
         return out
-    if isinstance(internal.get("embedding_tokens"), int):
-        out[m.EMBEDDING_TOKENS] = internal["embedding_tokens"]
-    if isinstance(internal.get("embedding_error"), str):
-        out[m.ERROR_CODE] = internal["embedding_error"]
-    search = internal.get("search")
-    if not isinstance(search, Mapping):
-        return out
-    out[m.RETRIEVAL_VERSION] = str(search.get("retrieval_version", ""))
-    out[m.RETRIEVAL_QUERY_TOKENS] = [str(x) for x in search.get("query_tokens", ())]
-    out[m.RETRIEVAL_KEYWORD_CANDIDATES] = int(search.get("keyword_candidates", 0))
-    out[m.RETRIEVAL_VECTOR_CANDIDATES] = int(search.get("vector_candidates", 0))
-    ranking = [r for r in search.get("ranking", ()) if isinstance(r, Mapping)]
-    out[m.RETRIEVAL_BLOCKS] = [str(r.get("citation", "")) for r in ranking]
-    out[m.RETRIEVAL_FUSED] = [float(r.get("fused") or 0.0) for r in ranking]
-    out[m.RETRIEVAL_KEYWORD_RANKS] = [int(r.get("keyword_rank") or 0) for r in ranking]
-    out[m.RETRIEVAL_KEYWORD_SCORES] = [float(r.get("keyword_score") or 0.0) for r in ranking]
-    out[m.RETRIEVAL_VECTOR_RANKS] = [int(r.get("vector_rank") or 0) for r in ranking]
-    out[m.RETRIEVAL_VECTOR_SIMILARITIES] = [float(r.get("similarity") or 0.0) for r in ranking]
+    ranking = search.ranking
+    out[m.RETRIEVAL_VERSION] = search.retrieval_version
+    out[m.RETRIEVAL_QUERY_TOKENS] = list(search.query_tokens)
+    out[m.RETRIEVAL_KEYWORD_CANDIDATES] = search.keyword_candidates
+    out[m.RETRIEVAL_VECTOR_CANDIDATES] = search.vector_candidates
+    out[m.RETRIEVAL_BLOCKS] = [r.citation for r in ranking]
+    out[m.RETRIEVAL_FUSED] = [r.fused for r in ranking]
+    out[m.RETRIEVAL_KEYWORD_RANKS] = [r.keyword_rank or 0 for r in ranking]
+    out[m.RETRIEVAL_KEYWORD_SCORES] = [r.keyword_score or 0.0 for r in ranking]
+    out[m.RETRIEVAL_VECTOR_RANKS] = [r.vector_rank or 0 for r in ranking]
+    out[m.RETRIEVAL_VECTOR_SIMILARITIES] = [r.similarity or 0.0 for r in ranking]
     return out
 
 
@@ -546,7 +524,7 @@ _HANDLERS: dict[type[Any], Any] = {
     ev.ModelCallFinished: RequestRecorder._model_finished,
     ev.AnswerDelta: RequestRecorder._delta,
     ev.AnswerRetracted: RequestRecorder._retracted,
-    ev.ProtocolError: RequestRecorder._protocol_error,
+    ev.ProtocolErrorSeen: RequestRecorder._protocol_error,
     ev.ToolCallStarted: RequestRecorder._tool_started,
     ev.ToolCallFinished: RequestRecorder._tool_finished,
     ev.AdmissionDecided: RequestRecorder._admission,

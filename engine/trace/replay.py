@@ -16,9 +16,10 @@ import msgspec
 
 from engine.chat import ChatMessage
 from engine.harness import ANSWERED, RequestFinished
+from engine.tools.contracts import ToolResult, outcome_of, returned_citations
 from engine.trace import model as m
 from engine.trace.model import Span
-from engine.trace.recorder import join_messages, returned_citations
+from engine.trace.recorder import join_messages
 from engine.trace.store import ArtifactUnavailable, TraceRecord, TraceStore
 
 FULL_MODE_HINT = (
@@ -187,6 +188,11 @@ def _args(span: Span) -> Any:
 
 
 class ToolResultLike(Protocol):
+    """What replay needs of a re-run tool call (engine.tools.ToolOutcome is one)."""
+
+    @property
+    def result(self) -> ToolResult: ...
+
     @property
     def json(self) -> bytes: ...
 
@@ -266,7 +272,7 @@ async def replay_retrieval(record: TraceRecord, run_tool: ToolRunner) -> Retriev
         result = await run_tool(tool, args if isinstance(args, dict) else {})
         payload = result.json
         recorded = [str(c) for c in span.attributes.get(m.TOOL_BLOCKS, [])]
-        replayed = returned_citations(payload)
+        replayed = returned_citations(result.result)
         ref = next((a for a in span.artifacts if a.kind == "tool_payload"), None)
         diffs.append(
             ToolDiff(
@@ -275,7 +281,7 @@ async def replay_retrieval(record: TraceRecord, run_tool: ToolRunner) -> Retriev
                 tool=tool,
                 args=args,
                 recorded_outcome=str(span.attributes.get(m.TOOL_OUTCOME, "")),
-                replayed_outcome=_outcome(payload),
+                replayed_outcome=outcome_of(result.result),
                 recorded_blocks=recorded,
                 replayed_blocks=replayed,
                 same_blocks=set(recorded) == set(replayed),
@@ -307,21 +313,6 @@ async def replay_retrieval(record: TraceRecord, run_tool: ToolRunner) -> Retriev
         message=message,
         calls=diffs,
     )
-
-
-class _Status(msgspec.Struct):
-    empty_reason: str | None = None
-    error: dict[str, Any] | None = None
-
-
-def _outcome(payload: bytes) -> str:
-    try:
-        status = msgspec.json.decode(payload, type=_Status)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return "ok"
-    if status.error is not None:
-        return str(status.error.get("code", "tool_internal_error"))
-    return status.empty_reason or "ok"
 
 
 # -- model re-run ------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from engine.harness import (
     WHITELIST,
     Budgets,
     Event,
-    ProtocolError,
+    ProtocolErrorSeen,
     RequestStarted,
     ToolCallFinished,
     detect,
@@ -148,7 +148,7 @@ async def test_a_model_that_obeys_every_injection_gains_nothing_from_the_harness
     refused = [e for e in tools if e.tool in MISSING_TOOLS]
     assert len(refused) == 2 and all(e.harness_status == "tool_unavailable" for e in refused)
     # The fake Observation was a protocol error, not evidence.
-    assert len([e for e in events if isinstance(e, ProtocolError)]) == 1
+    assert len([e for e in events if isinstance(e, ProtocolErrorSeen)]) == 1
     # Budget arguments were refused by the tool contract; the limits never moved.
     args_call = next(e for e in tools if "max_tool_calls" in e.args)
     assert args_call.outcome == "invalid_argument"

@@ -17,7 +17,27 @@ from engine.harness import Counters
 from web.live_answer import LiveAnswer
 
 RID = "r1"
-PAYLOAD = msgspec.json.encode({"blocks": [{"doc_id": "dA", "block_id": "b1"}]})
+# A search_blocks result as the harness emits it (front ends read it with the tool contract).
+PAYLOAD = msgspec.json.encode(
+    {
+        "blocks": [
+            {
+                "citation": "dA#b1",
+                "doc_id": "dA",
+                "block_id": "b1",
+                "title": "A",
+                "source_label": "a.md",
+                "section": "A",
+                "page_start": None,
+                "page_end": None,
+                "text": "Yes.",
+            }
+        ],
+        "total": 1,
+        "token_estimate": 0,
+        "contract_version": 1,
+    }
+)
 
 
 def test_markers_split_across_deltas_become_numbers_and_unknown_ones_are_flagged() -> None:

@@ -11,6 +11,13 @@ import pytest
 from actors.catalog import Catalog
 from engine.harness.citations import Evidence, MarkerNumbers, cited, resolve
 from engine.paths import DataDir
+from engine.tools import (
+    TOOL_CONTRACT_VERSION,
+    BlockItem,
+    BlocksResult,
+    ScanHit,
+    ScanTermResult,
+)
 from index.snapshot import Block, Snapshot
 from tests.corpus import make_app, run_import
 
@@ -51,14 +58,32 @@ def _blocks(snapshot: Snapshot) -> list[Block]:
     return [snapshot.block(i) for i in range(snapshot.n_blocks)]
 
 
-def _payload(*blocks: Block) -> bytes:
-    return msgspec.json.encode(
-        {
-            "blocks": [
-                {"citation": b.citation, "doc_id": b.doc_id, "block_id": b.block_id} for b in blocks
-            ]
-        }
+def _item(b: Block) -> BlockItem:
+    return BlockItem(
+        citation=b.citation,
+        doc_id=b.doc_id,
+        block_id=b.block_id,
+        title="",
+        source_label="",
+        section="",
+        page_start=b.page_start,
+        page_end=b.page_end,
+        text=b.text,
     )
+
+
+def _result(*blocks: Block) -> BlocksResult:
+    return BlocksResult(
+        blocks=tuple(_item(b) for b in blocks),
+        total=len(blocks),
+        token_estimate=0,
+        contract_version=TOOL_CONTRACT_VERSION,
+    )
+
+
+def _payload(*blocks: Block) -> bytes:
+    """A search_blocks / list_blocks result's JSON, as the model and the events carry it."""
+    return msgspec.json.encode(_result(*blocks))
 
 
 def test_a_returned_block_resolves_to_title_section_and_preview(snapshot: Snapshot) -> None:
@@ -92,10 +117,40 @@ def test_a_block_never_returned_is_flagged_even_if_it_exists(snapshot: Snapshot)
 def test_scan_hits_count_as_returned_blocks(snapshot: Snapshot) -> None:
     block = next(b for b in _blocks(snapshot) if "定时器" in b.text)
     evidence = Evidence()
-    hits = {"hits": [{"doc_id": block.doc_id, "block_id": block.block_id, "count": 1}]}
+    hit = ScanHit(
+        citation=block.citation,
+        doc_id=block.doc_id,
+        block_id=block.block_id,
+        title="",
+        source_label="",
+        section="",
+        snippet="定时器",
+        count=1,
+    )
+    hits = ScanTermResult(
+        hits=(hit,), count=1, token_estimate=0, contract_version=TOOL_CONTRACT_VERSION
+    )
     evidence.add_result("scan_term", msgspec.json.encode(hits))
     (c,) = resolve(f"定时器阶段最先执行【来源:{block.citation}】", evidence, snapshot)
     assert c.valid and c.title == "事件循环" and c.returned_by == ("scan_term",)
+
+
+def test_a_typed_result_and_its_json_register_the_same_blocks(snapshot: Snapshot) -> None:
+    one, two = _blocks(snapshot)[:2]
+    typed, decoded = Evidence(), Evidence()
+    assert typed.add_returned("list_blocks", _result(one, two)) == 2
+    assert decoded.add_result("list_blocks", _payload(one, two)) == 2
+    for block in (one, two):
+        assert typed.tools(block.citation) == decoded.tools(block.citation) == ("list_blocks",)
+
+
+def test_a_payload_that_is_not_the_tools_result_registers_nothing(snapshot: Snapshot) -> None:
+    block = _blocks(snapshot)[0]
+    evidence = Evidence()
+    assert evidence.add_result("get_outline", _payload(block)) == 0  # not an outline
+    assert evidence.add_result("no_such_tool", _payload(block)) == 0
+    assert evidence.add_result("list_blocks", b"not json") == 0
+    assert block.citation not in evidence
 
 
 def test_invented_and_malformed_ids_are_flagged(snapshot: Snapshot) -> None:

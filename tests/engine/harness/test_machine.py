@@ -33,12 +33,12 @@ from engine.harness import (
     Limits,
     ModelCallFinished,
     ModelCallStarted,
-    ProtocolError,
+    ProtocolErrorSeen,
     Request,
     RequestFinished,
     RequestStarted,
     ToolCallFinished,
-    ToolResult,
+    ToolCallOutcome,
     run_request,
 )
 from engine.harness.history import MESSAGE_OVERHEAD, PROMPT_OVERHEAD
@@ -122,7 +122,7 @@ async def chat(chat_server: ChatServer) -> AsyncIterator[ChatClient]:
 def make_deps(snapshot: Snapshot, chat: ChatClient, budgets: Budgets | None = None) -> Deps:
     ctx = ToolContext(snapshot=snapshot, embedder=LocalEmbedding(), counter=COUNTER)
 
-    async def tool(name: str, args: dict[str, Any]) -> ToolResult:
+    async def tool(name: str, args: dict[str, Any]) -> ToolCallOutcome:
         return await run_tool(ctx, name, args)
 
     return Deps(
@@ -283,7 +283,7 @@ async def test_an_unparseable_reply_gets_protocol_error_and_is_corrected(
     assert "no `Action:`" in obs["message"]
     assert sent(chat_server, 1)[-2] == {"role": "assistant", "content": "Listeners run in order."}
     assert finished.termination_reason == "finished"
-    assert finished.counters.protocol_errors == 1 and len(of(events, ProtocolError)) == 1
+    assert finished.counters.protocol_errors == 1 and len(of(events, ProtocolErrorSeen)) == 1
 
 
 async def test_two_consecutive_protocol_errors_end_without_an_answer(
@@ -364,7 +364,7 @@ async def test_a_tool_action_in_the_final_turn_ends_without_an_answer(
 async def test_a_failing_tool_runner_is_harness_internal_error_then_a_final_turn(
     snapshot: Snapshot, chat: ChatClient, chat_server: ChatServer
 ) -> None:
-    async def broken(name: str, args: dict[str, Any]) -> ToolResult:
+    async def broken(name: str, args: dict[str, Any]) -> ToolCallOutcome:
         raise OSError("the snapshot's files vanished")
 
     deps = dataclasses.replace(make_deps(snapshot, chat), run_tool=broken)

@@ -21,7 +21,7 @@ from engine.harness import (
     Request,
     RequestFinished,
     ToolCallFinished,
-    ToolResult,
+    ToolCallOutcome,
     run_request,
 )
 from engine.prompts.bundle import load_baseline
@@ -93,7 +93,7 @@ async def _ask_with(
             assert snapshot is not None
             ctx = ToolContext(snapshot=snapshot, embedder=app.embedder(), counter=app.counter())
 
-            async def tool(name: str, args: dict[str, Any]) -> ToolResult:
+            async def tool(name: str, args: dict[str, Any]) -> ToolCallOutcome:
                 return await run_tool(ctx, name, args)
 
             deps = Deps(

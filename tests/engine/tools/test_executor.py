@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from engine.tools import (
@@ -185,7 +186,7 @@ async def test_a_failure_inside_a_tool_becomes_tool_internal_error_not_an_except
         assert isinstance(outcome.result, ErrorResult), name
         assert outcome.result.error.code == "tool_internal_error"
         assert "closed" in outcome.result.error.message
-        assert outcome.internal["exception"] == "SnapshotError"
+        assert outcome.internal.exception == "SnapshotError"
 
 
 async def test_results_carry_the_contract_version_and_read_back_as_themselves(
@@ -268,9 +269,10 @@ async def test_search_scores_and_ranks_reach_the_trace_never_the_model(
     run: Callable[..., Any],
 ) -> None:
     outcome = await run("search_blocks", {"query": "listeners warning memory leaks"})
-    ranking = outcome.internal["search"]["ranking"]
-    assert ranking and {"fused", "keyword_rank", "similarity"} <= ranking[0].keys()
-    assert outcome.internal["embedding_tokens"] > 0
+    search = outcome.internal.search
+    assert search is not None and search.ranking
+    assert {"fused", "keyword_rank", "similarity"} <= msgspec.to_builtins(search.ranking[0]).keys()
+    assert outcome.internal.embedding_tokens is not None and outcome.internal.embedding_tokens > 0
     for word in (b"fused", b"score", b"rank", b"similarity"):
         assert word not in outcome.json
 

@@ -18,7 +18,15 @@ from actors.catalog import Catalog
 from engine.chat import ChatClient
 from engine.config import Config
 from engine.embedding import LocalEmbedding
-from engine.harness import Deps, Event, Limits, Request, RequestFinished, ToolResult, run_request
+from engine.harness import (
+    Deps,
+    Event,
+    Limits,
+    Request,
+    RequestFinished,
+    ToolCallOutcome,
+    run_request,
+)
 from engine.paths import DataDir
 from engine.prompts.bundle import load_baseline
 from engine.tokens import TokenCounter
@@ -67,7 +75,7 @@ def pinned(home: Path) -> Iterator[Snapshot]:
 def make_deps(snapshot: Snapshot, chat: ChatClient, config: Config | None = None) -> Deps:
     ctx = ToolContext(snapshot=snapshot, embedder=LocalEmbedding(), counter=COUNTER)
 
-    async def tool(name: str, args: dict[str, Any]) -> ToolResult:
+    async def tool(name: str, args: dict[str, Any]) -> ToolCallOutcome:
         return await run_tool(ctx, name, args)
 
     return Deps(
