@@ -8,10 +8,8 @@ snapshot becomes active only after it is completely written (the manifest is its
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import secrets
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +22,7 @@ from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from actors.catalog import Catalog
 from actors.discovery import Target, discover, format_of
+from actors.import_progress import ImportProgress, ImportResult, PauseGate, ProgressReporter
 from actors.journal import DoneEntry, Job, JobTarget, Journal
 from actors.overrides import Overrides
 from actors.parse_pool import Chunking, ParsePool
@@ -51,7 +50,7 @@ from index.records import (
 from index.snapshot import Snapshot, build_snapshot
 from index.textnorm import TOKENIZER_VERSION
 
-# Other modules import these from here; file discovery lives in actors/discovery.py.
+# Other modules import these from here; discovery and progress live in their own modules.
 __all__ = [
     "ImportProgress",
     "ImportResult",
@@ -69,39 +68,6 @@ __all__ = [
 PARSED_CHANNEL_SIZE = 4
 EMBEDDED_CHANNEL_SIZE = 4
 PARSE_TIMEOUT_S = 600.0
-PROGRESS_INTERVAL_S = 0.5
-
-
-class ImportProgress(msgspec.Struct, kw_only=True):
-    collection: str
-    state: str = "starting"  # starting | running | paused | building | done | cancelled | failed
-    documents_total: int = 0
-    documents_done: int = 0
-    documents_failed: int = 0
-    documents_reused: int = 0
-    pages: int = 0
-    blocks: int = 0
-    blocks_embedded: int = 0
-    embedding_tokens: int = 0
-    bytes_total: int = 0
-    bytes_done: int = 0
-    elapsed_s: float = 0.0
-    eta_s: float | None = None
-    current: list[str] = []
-    documents: dict[
-        str, str
-    ] = {}  # source -> queued | parsing | embedding | done | failed | reused
-
-
-class ImportResult(msgspec.Struct, kw_only=True):
-    collection: str
-    snapshot_id: str | None
-    status: SnapshotStatus | None  # None when nothing changed and no snapshot was built
-    activated: bool
-    failed_documents: list[FailedDocument]
-    skipped: list[SkippedFile]
-    stats: BuildStats
-    message: str = ""
 
 
 @dataclass
@@ -130,29 +96,6 @@ class _Batch:
     # the build's per-document work, done as each new document arrives (by source)
     prepared: dict[str, PreparedDocument] = field(default_factory=dict)
     stats: BuildStats = field(default_factory=BuildStats)
-
-
-class PauseGate:
-    """Stages wait here between documents while the import is paused."""
-
-    def __init__(self) -> None:
-        self._resumed = anyio.Event()
-        self._resumed.set()
-
-    @property
-    def paused(self) -> bool:
-        return not self._resumed.is_set()
-
-    def pause(self) -> None:
-        if not self.paused:
-            self._resumed = anyio.Event()
-
-    def resume(self) -> None:
-        self._resumed.set()
-
-    async def wait(self) -> None:
-        while self.paused:
-            await self._resumed.wait()
 
 
 def embedding_text(record: DocumentRecord, block_index: int) -> str:
@@ -203,10 +146,9 @@ class Ingest:
         self.embedding_cache = embedding_cache
         self.counter = counter
         self.gate = gate or PauseGate()
-        self.on_progress = on_progress
-        self.progress = ImportProgress(collection=collection)
-        self._started = time.monotonic()
-        self._last_emit = 0.0
+        self.report = ProgressReporter(
+            collection, self.gate, on_progress, self.journal.write_progress
+        )
         self.limits = ParseLimits(
             max_file_bytes=config.ingest.max_file_megabytes << 20,
             max_archive_bytes=config.ingest.max_archive_megabytes << 20,
@@ -229,23 +171,15 @@ class Ingest:
         batch = _Batch()
         for f in failed_early:
             batch.failed[f.source] = f
-        self.progress.documents_total = len(targets) + len(failed_early)
-        self.progress.documents_failed = len(failed_early)
-        self.progress.bytes_total = sum(t.size for t in targets)
-        self.progress.documents = {t.source: "queued" for t in targets}
-        self.progress.documents.update({f.source: "failed" for f in failed_early})
-        self.progress.state = "running"
-        self._emit(force=True)
+        self.report.start(targets, failed_early)
 
         with self.catalog.pin_active() as parent:
             parent_docs = _documents_by_source(parent)
             await self._pipeline(targets, parent, parent_docs, batch)
-            self.progress.state = "building"
-            self._emit(force=True)
+            self.report.state("building")
             result = await self._build(parent, parent_docs, batch, skipped, removals)
         self.journal.finish()
-        self.progress.state = "done"
-        self._emit(force=True)
+        self.report.state("done")
         return result
 
     def _merge_job(self, paths: Sequence[Path], removals: Sequence[str] = ()) -> Job:
@@ -328,7 +262,7 @@ class Ingest:
         parent_docs: dict[str, int],
         batch: _Batch,
     ) -> _Parsed | None:
-        self._set_state(target.source, "parsing")
+        self.report.document(target.source, "parsing")
         try:
             content_hash = await anyio.to_thread.run_sync(file_sha256, target.path)
         except OSError as exc:
@@ -416,7 +350,7 @@ class Ingest:
                     vectors = await anyio.to_thread.run_sync(parent.doc_vectors, doc)
                     await out.send(_Embedded(item.target, item.record, vectors, reused=True))
                     continue
-                self._set_state(item.target.source, "embedding")
+                self.report.document(item.target.source, "embedding")
                 texts = [embedding_text(item.record, i) for i in range(len(item.record.blocks))]
                 try:
                     outcome = await embed_texts(
@@ -435,8 +369,7 @@ class Ingest:
                     embedding_tokens=batch.stats.embedding_tokens + outcome.tokens,
                     embedding_cache_hits=batch.stats.embedding_cache_hits + outcome.cache_hits,
                 )
-                self.progress.blocks_embedded = batch.stats.blocks_embedded
-                self.progress.embedding_tokens = batch.stats.embedding_tokens
+                self.report.embedded(batch.stats.blocks_embedded, batch.stats.embedding_tokens)
                 await out.send(
                     _Embedded(item.target, item.record, outcome.vectors, prepared=item.prepared)
                 )
@@ -460,14 +393,7 @@ class Ingest:
                         blocks=len(item.record.blocks),
                     ),
                 )
-                p = self.progress
-                p.documents_done += 1
-                p.documents_reused += item.reused
-                p.pages += item.record.pages or 0
-                p.blocks += len(item.record.blocks)
-                p.bytes_done += item.target.size
-                p.documents[item.target.source] = "reused" if item.reused else "done"
-                self._emit()
+                self.report.finished(item.target, item.record, reused=item.reused)
 
     # -- build and activate ------------------------------------------------------------------
     async def _build(
@@ -625,36 +551,7 @@ class Ingest:
                 source=target.source, content_hash="", status="failed", stage=stage, reason=reason
             )
         )
-        self.progress.documents_failed += 1
-        self.progress.bytes_done += target.size
-        self.progress.documents[target.source] = "failed"
-        self._emit()
-
-    def _set_state(self, source: str, state: str) -> None:
-        self.progress.documents[source] = state
-        self._emit()
-
-    def _emit(self, force: bool = False) -> None:
-        now = time.monotonic()
-        p = self.progress
-        p.elapsed_s = round(now - self._started, 3)
-        if self.gate.paused and p.state == "running":
-            p.state = "paused"
-        elif not self.gate.paused and p.state == "paused":
-            p.state = "running"
-        p.current = [s for s, st in p.documents.items() if st in ("parsing", "embedding")]
-        if p.bytes_done and p.bytes_total > p.bytes_done:
-            rate = p.bytes_done / max(p.elapsed_s, 1e-6)
-            p.eta_s = round((p.bytes_total - p.bytes_done) / rate, 1)
-        elif p.bytes_total and p.bytes_done >= p.bytes_total:
-            p.eta_s = 0.0
-        if not force and now - self._last_emit < PROGRESS_INTERVAL_S:
-            return
-        self._last_emit = now
-        if self.on_progress is not None:
-            self.on_progress(p)
-        with contextlib.suppress(OSError):  # progress for other processes is best effort
-            self.journal.write_progress(msgspec.json.encode(p))
+        self.report.failed(target)
 
 
 def _prepared_for(
