@@ -4,6 +4,7 @@ Each document enters the next snapshot whole or is listed as failed with its sta
 one bad file never stops the batch. Finished documents are journaled and content-addressed, so
 an import killed at any moment resumes without re-parsing or re-embedding them. The new
 snapshot becomes active only after it is completely written (the manifest is its commit).
+What the snapshot holds is decided by actors/snapshot_plan.py; this module carries it out.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from actors.import_progress import ImportProgress, ImportResult, PauseGate, Prog
 from actors.journal import DoneEntry, Job, JobTarget, Journal
 from actors.overrides import Overrides
 from actors.parse_pool import Chunking, ParsePool
+from actors.snapshot_plan import ParentDocuments, SnapshotPlan, parent_documents, plan_snapshot
 from engine.chunker import ChunkError, chunker_version
 from engine.clock import utc_timestamp
 from engine.config import Config
@@ -45,7 +47,6 @@ from index.records import (
     RetrievalParams,
     SkippedFile,
     SnapshotManifest,
-    SnapshotStatus,
 )
 from index.snapshot import Snapshot, build_snapshot
 from index.textnorm import TOKENIZER_VERSION
@@ -60,6 +61,7 @@ __all__ = [
     "discover",
     "embedding_text",
     "format_of",
+    "merged_job",
     "record_from_snapshot",
 ]
 
@@ -112,13 +114,36 @@ def record_from_snapshot(snap: Snapshot, doc: int) -> DocumentRecord:
 
 
 def _carried_documents(
-    parent: Snapshot, docs: list[tuple[str, int]]
+    parent: Snapshot, docs: Sequence[tuple[str, int]]
 ) -> dict[str, tuple[DocumentRecord, np.ndarray]]:
     """The record and vectors of each (source, document number) of `parent`, in one pass
     (one thread hop for the whole collection rather than two per document)."""
     return {
         source: (record_from_snapshot(parent, doc), parent.doc_vectors(doc)) for source, doc in docs
     }
+
+
+def merged_job(
+    previous: Job | None, collection: str, paths: Sequence[Path], removals: Sequence[str] = ()
+) -> Job:
+    """The job a run carries out: an interrupted job of this collection, plus `paths` and
+    `removals`. It keeps the interrupted job's id, so its finished documents stay finished."""
+    targets: dict[str, JobTarget] = {}
+    removed: dict[str, None] = {}
+    if previous is not None and previous.collection == collection:
+        targets.update({t.path: t for t in previous.targets})
+        removed.update(dict.fromkeys(previous.removals))
+    removed.update(dict.fromkeys(removals))
+    for p in paths:
+        absolute = str(Path(p).expanduser().absolute())
+        targets[absolute] = JobTarget(path=absolute)
+    return Job(
+        job_id=previous.job_id if previous else secrets.token_hex(6),
+        collection=collection,
+        created_at=previous.created_at if previous else utc_timestamp(),
+        targets=tuple(targets.values()),
+        removals=tuple(removed),
+    )
 
 
 class Ingest:
@@ -174,32 +199,27 @@ class Ingest:
         self.report.start(targets, failed_early)
 
         with self.catalog.pin_active() as parent:
-            parent_docs = _documents_by_source(parent)
+            parent_docs = (
+                None
+                if parent is None
+                else parent_documents(parent.documents, parent.manifest, self.embedder.spec)
+            )
             await self._pipeline(targets, parent, parent_docs, batch)
             self.report.state("building")
-            result = await self._build(parent, parent_docs, batch, skipped, removals)
+            plan = plan_snapshot(
+                parent_docs,
+                {source: e.record.content_hash for source, e in batch.ok.items()},
+                batch.failed,
+                removals,
+            )
+            result = await self._build(parent, plan, batch, skipped)
         self.journal.finish()
         self.report.state("done")
         return result
 
     def _merge_job(self, paths: Sequence[Path], removals: Sequence[str] = ()) -> Job:
         previous = self.journal.load()
-        targets: dict[str, JobTarget] = {}
-        removed: dict[str, None] = {}
-        if previous is not None and previous.collection == self.collection:
-            targets.update({t.path: t for t in previous.targets})
-            removed.update(dict.fromkeys(previous.removals))
-        removed.update(dict.fromkeys(removals))
-        for p in paths:
-            absolute = str(Path(p).expanduser().absolute())
-            targets[absolute] = JobTarget(path=absolute)
-        job = Job(
-            job_id=previous.job_id if previous else secrets.token_hex(6),
-            collection=self.collection,
-            created_at=previous.created_at if previous else utc_timestamp(),
-            targets=tuple(targets.values()),
-            removals=tuple(removed),
-        )
+        job = merged_job(previous, self.collection, paths, removals)
         if previous != job:
             done = self.journal.done() if previous else []
             self.journal.start(job)
@@ -212,7 +232,7 @@ class Ingest:
         self,
         targets: list[Target],
         parent: Snapshot | None,
-        parent_docs: dict[str, int],
+        parent_docs: ParentDocuments | None,
         batch: _Batch,
     ) -> None:
         parsed_send, parsed_recv = anyio.create_memory_object_stream[_Parsed](PARSED_CHANNEL_SIZE)
@@ -245,7 +265,7 @@ class Ingest:
         work: ObjectReceiveStream[Target],
         out: ObjectSendStream[_Parsed],
         parent: Snapshot | None,
-        parent_docs: dict[str, int],
+        parent_docs: ParentDocuments | None,
         batch: _Batch,
     ) -> None:
         async with work, out:
@@ -259,7 +279,7 @@ class Ingest:
         self,
         target: Target,
         parent: Snapshot | None,
-        parent_docs: dict[str, int],
+        parent_docs: ParentDocuments | None,
         batch: _Batch,
     ) -> _Parsed | None:
         self.report.document(target.source, "parsing")
@@ -270,9 +290,9 @@ class Ingest:
                 batch, target, "read", "unreadable", f"the file cannot be read ({exc.strerror})"
             )
             return None
-        if parent is not None and target.source in parent_docs:
-            doc = parent_docs[target.source]
-            if parent.documents[doc].content_hash == content_hash and self._reusable(parent):
+        if parent is not None and parent_docs is not None:
+            doc = parent_docs.carried(target.source, content_hash)
+            if doc is not None:
                 record = await anyio.to_thread.run_sync(record_from_snapshot, parent, doc)
                 return _Parsed(target, record, reused=True)
         fmt = format_of(target.path)
@@ -329,10 +349,6 @@ class Ingest:
         record = finished.record
         await anyio.to_thread.run_sync(self.documents.put, key, record)
         return _Parsed(target, record, prepared=finished.prepared)
-
-    def _reusable(self, parent: Snapshot) -> bool:
-        """Carried-over vectors are only valid for the same embedding model."""
-        return parent.manifest.embedding == self.embedder.spec
 
     async def _embed_stage(
         self,
@@ -399,43 +415,25 @@ class Ingest:
     async def _build(
         self,
         parent: Snapshot | None,
-        parent_docs: dict[str, int],
+        plan: SnapshotPlan,
         batch: _Batch,
         skipped: list[SkippedFile],
-        removals: Sequence[str],
     ) -> ImportResult:
-        removed = set(removals)
-        changed = any(not e.reused for e in batch.ok.values()) or bool(removed & parent_docs.keys())
-        # Earlier failures stay disclosed until their source is imported again or removed.
-        carried_failures = {
-            f.source: f
-            for f in (parent.manifest.failed_documents if parent else ())
-            if f.source not in batch.ok and f.source not in removed
-        }
-        failures = {**carried_failures, **batch.failed}
-        new_failures = bool(batch.failed) and (
-            parent is None or set(batch.failed.items()) != set(carried_failures.items())
-        )
-        if parent is not None and not changed and not new_failures:
+        if parent is not None and not plan.build:
             return ImportResult(
                 collection=self.collection,
                 snapshot_id=parent.manifest.snapshot_id,
                 status=None,
                 activated=False,
-                failed_documents=list(failures.values()),
+                failed_documents=list(plan.failures),
                 skipped=skipped,
                 stats=self._stats(batch, skipped),
                 message="nothing changed: every document is already in the active snapshot",
             )
 
         documents: dict[str, tuple[DocumentRecord, np.ndarray]] = {}
-        if parent is not None and self._reusable(parent):
-            keep = [
-                (source, doc)
-                for source, doc in parent_docs.items()
-                if source not in removed and source not in batch.failed and source not in batch.ok
-            ]
-            documents = await anyio.to_thread.run_sync(_carried_documents, parent, keep)
+        if parent is not None and plan.parent_files_reusable:
+            documents = await anyio.to_thread.run_sync(_carried_documents, parent, plan.carried)
         carried = [r for r, _ in documents.values()]
         for source, item in batch.ok.items():
             documents[source] = (item.record, item.vectors)
@@ -443,10 +441,8 @@ class Ingest:
         # A person's edits of titles and aliases outlive the records they were made on.
         edited = Overrides(self.data, self.collection).apply([r for r, _ in ordered])
         ordered = [(r, v) for r, (_, v) in zip(edited, ordered, strict=True)]
-        if ordered:
-            status: SnapshotStatus = "ready_partial" if failures else "ready"
-        else:
-            status = "failed" if failures else "ready"
+        status = plan.status
+        assert status is not None  # a plan that builds names the status of what it builds
         snapshot_id, directory = self.catalog.new_build_dir()
         stats = msgspec.structs.replace(
             self._stats(batch, skipped),
@@ -468,7 +464,7 @@ class Ingest:
                 )
                 for r, _ in ordered
             ),
-            failed_documents=tuple(sorted(failures.values(), key=lambda f: f.source)),
+            failed_documents=tuple(sorted(plan.failures, key=lambda f: f.source)),
             skipped=tuple(skipped),
             embedding=self.embedder.spec,
             parser_versions=dict(sorted(PARSER_VERSIONS.items())),
@@ -504,7 +500,9 @@ class Ingest:
                     [r for r, _ in ordered],
                     [v for _, v in ordered],
                     prepared=[_prepared_for(r, batch.prepared) for r, _ in ordered],
-                    parent=parent.path if parent is not None and self._reusable(parent) else None,
+                    parent=parent.path
+                    if parent is not None and plan.parent_files_reusable
+                    else None,
                     k1=self.config.retrieval.bm25_k1,
                     b=self.config.retrieval.bm25_b,
                     exact_search_max_blocks=self.config.retrieval.exact_search_max_blocks,
@@ -579,9 +577,3 @@ def _unique_doc_ids(
         seen.add(record.doc_id)
         out.append((record, vectors))
     return out
-
-
-def _documents_by_source(snap: Snapshot | None) -> dict[str, int]:
-    if snap is None:
-        return {}
-    return {d.source: i for i, d in enumerate(snap.documents)}
