@@ -16,7 +16,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the same names, for type checkers
-    from actors.app import DEFAULT_COLLECTION, USER_ERRORS, App, AppError
+    from actors.app import USER_ERRORS, App, AppError
+    from actors.app_state import DEFAULT_COLLECTION
     from actors.asking import AskResult
     from actors.backup import backups, create_backup, restore_backup
     from actors.catalog import CatalogError, GcReport
@@ -76,7 +77,8 @@ if TYPE_CHECKING:  # the same names, for type checkers
 
 # public name -> (module, name there)
 _EXPORTS: dict[str, tuple[str, str]] = {
-    **{n: ("actors.app", n) for n in ("DEFAULT_COLLECTION", "USER_ERRORS", "App", "AppError")},
+    **{n: ("actors.app", n) for n in ("USER_ERRORS", "App", "AppError")},
+    "DEFAULT_COLLECTION": ("actors.app_state", "DEFAULT_COLLECTION"),
     "AskResult": ("actors.asking", "AskResult"),
     "BackupInfo": ("engine.versions.upgrade", "BackupInfo"),
     "backups": ("actors.backup", "backups"),

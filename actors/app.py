@@ -23,12 +23,14 @@ import anyio
 import anyio.to_thread
 import msgspec
 
+from actors.app_state import DEFAULT_COLLECTION, AppState
 from actors.catalog import Catalog, CatalogError, GcReport
 from actors.document_edit import DocumentEditError, EditResult, edit_document
 from actors.ingest import ImportProgress, ImportResult, Ingest, PauseGate
 from actors.journal import Journal
 from actors.origins import Origins, origins_of
 from actors.overrides import DocumentOverride, OverrideError, Overrides, clean_edit
+from actors.parse_pool import ParsePool
 from actors.settings import (
     effective_settings,
     env_overrides,
@@ -50,12 +52,8 @@ from actors.views import (
     snapshot_views,
 )
 from engine.config import Config, ConfigError, load_config
-from engine.embedding import (
-    EmbeddingCache,
-    EmbeddingProvider,
-    LocalEmbedding,
-    OpenAICompatibleEmbedding,
-)
+from engine.embedding import EmbeddingCache, EmbeddingProvider
+from engine.embedding.providers import provider_for
 from engine.harness import Budgets, Citation, Evidence, MarkerNumbers
 from engine.harness.citations import cited, resolve
 from engine.keycheck import KeyCheck, check_chat_key, check_embedding
@@ -73,9 +71,7 @@ from engine.secrets import (
 )
 from engine.tokens import TokenCounter
 from engine.tools import ToolContext, ToolOutcome, UnknownTool, run_tool
-from engine.versions.formats import APP_STATE_FORMAT
 from engine.writer_lock import WriterBusy, writer_active, writer_lock
-from index.fsutil import atomic_write
 from index.records import SnapshotManifest
 from index.snapshot import VerifyResult, verify_snapshot
 
@@ -86,8 +82,6 @@ if TYPE_CHECKING:
     from actors.spending import SpendingTotals
     from actors.trace_writer import TraceWriter, WriterHealth
     from engine.trace import EvidenceReplay, RetrievalReplay, TraceRecord, TraceSummary
-
-DEFAULT_COLLECTION = "default"
 
 # Parse workers start this long after the app does: late enough not to slow the first page
 # down, early enough to be up before a person has picked files to import.
@@ -110,15 +104,6 @@ USER_ERRORS: tuple[type[Exception], ...] = (
 )
 
 
-class _State(msgspec.Struct):
-    current_collection: str = DEFAULT_COLLECTION
-    format_version: int = APP_STATE_FORMAT
-
-
-class _UiState(msgspec.Struct):  # ui/state.json (engine.versions.formats.UI_STATE_FORMAT)
-    first_run_done: bool = False
-
-
 class App:
     """The facade. Methods that are plain functions read at most a few small files (the
     active pointer, a manifest, a state file) or an already open snapshot; anything longer is
@@ -128,6 +113,7 @@ class App:
         self.data = data.ensure()
         self.config = config
         self._catalogs: dict[str, Catalog] = {}
+        self._state = AppState(self.data.root)
         self.current_import: ImportJob | None = None
         self._embedder: EmbeddingProvider | None = None
         self._embedding_cache: EmbeddingCache | None = None
@@ -135,6 +121,7 @@ class App:
         self._sources: SourceReader | None = None
         self._tasks: anyio.abc.TaskGroup | None = None
         self._trace_writer: TraceWriter | None = None
+        self._parse_pool: ParsePool | None = None
         self._stop = anyio.Event()
         self.stopped = anyio.Event()  # set once `serve` has ended
 
@@ -174,6 +161,7 @@ class App:
         try:
             async with open_app_trace_writer(self) as writer, anyio.create_task_group() as tg:
                 self._trace_writer, self._tasks = writer, tg
+                self._parse_pool = ParsePool()  # its slots need the running event loop
                 if warm_parse_workers_after is not None:
                     tg.start_soon(self._warm_parse_workers, warm_parse_workers_after)
                 try:
@@ -184,7 +172,7 @@ class App:
                         job.pause()
                     tg.cancel_scope.cancel()
         finally:
-            self._tasks = self._trace_writer = None
+            self._tasks = self._trace_writer = self._parse_pool = None
             with anyio.CancelScope(shield=True):
                 await self.aclose()
 
@@ -241,19 +229,8 @@ class App:
     # -- shared components -------------------------------------------------------------------
     def embedder(self) -> EmbeddingProvider:
         if self._embedder is None:
-            e = self.config.embedding
-            if e.provider == "local":
-                self._embedder = LocalEmbedding()
-            else:
-                self._embedder = OpenAICompatibleEmbedding(
-                    base_url=e.base_url,
-                    model=e.model,
-                    dimensions=e.dimensions,
-                    api_key=get_key("embedding") or "",
-                    timeout_s=e.timeout_s,
-                    proxy=self.config.network.proxy or None,
-                    ca_bundle=self.config.network.ca_bundle or None,
-                )
+            key = "" if self.config.embedding.provider == "local" else get_key("embedding") or ""
+            self._embedder = provider_for(self.config.embedding, self.config.network, key)
         return self._embedder
 
     def embedding_cache(self) -> EmbeddingCache:
@@ -270,19 +247,11 @@ class App:
         return Budgets.from_config(self.config)
 
     # -- first run ---------------------------------------------------------------------------
-    def _ui_state_file(self) -> Path:
-        return self.data.root / "ui" / "state.json"
-
     def first_run_done(self) -> bool:
-        try:
-            raw = self._ui_state_file().read_bytes()
-            return msgspec.json.decode(raw, type=_UiState).first_run_done
-        except (FileNotFoundError, msgspec.DecodeError, msgspec.ValidationError):
-            return False
+        return self._state.first_run_done()
 
     def mark_first_run_done(self) -> None:
-        self._ui_state_file().parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(self._ui_state_file(), msgspec.json.encode(_UiState(first_run_done=True)))
+        self._state.mark_first_run_done()
 
     # -- settings ----------------------------------------------------------------------------
     def file_settings(self) -> Config:
@@ -348,16 +317,8 @@ class App:
         return await check_embedding(c.embedding, c.network, key)
 
     # -- collections -------------------------------------------------------------------------
-    def _state_file(self) -> Path:
-        return self.data.root / "state.json"
-
     def current_collection(self) -> str:
-        try:
-            return msgspec.json.decode(
-                self._state_file().read_bytes(), type=_State
-            ).current_collection
-        except (FileNotFoundError, msgspec.DecodeError, msgspec.ValidationError):
-            return DEFAULT_COLLECTION
+        return self._state.current_collection()
 
     def resolve_collection(self, name: str | None) -> str:
         return check_collection_name(name or self.current_collection())
@@ -386,7 +347,7 @@ class App:
         check_collection_name(name)
         if name not in self.collections():
             raise AppError(f"there is no collection {name!r}; create it first")
-        atomic_write(self._state_file(), msgspec.json.encode(_State(name)))
+        self._state.set_current_collection(name)
 
     def rename_collection(self, old: str, new: str) -> None:
         self._origins(old)  # folds an older UI's record into the collection, which moves
@@ -399,7 +360,7 @@ class App:
             src.rename(dst)
             self._catalogs.pop(old, None)
             if self.current_collection() == old:
-                atomic_write(self._state_file(), msgspec.json.encode(_State(new)))
+                self._state.set_current_collection(new)
 
     def delete_collection(self, name: str) -> None:
         self._origins(name)  # an older UI's record goes with the collection
@@ -414,7 +375,7 @@ class App:
             self._catalogs.pop(name, None)
             shutil.rmtree(target, ignore_errors=True)
             if self.current_collection() == name:
-                self._state_file().unlink(missing_ok=True)
+                self._state.forget_current_collection()
 
     # -- import ------------------------------------------------------------------------------
     def pending_import(self, collection: str | None = None) -> bool:
@@ -491,6 +452,7 @@ class App:
                 await anyio.to_thread.run_sync(self.counter),
                 on_progress=on_progress,
                 gate=gate,
+                parse_pool=self._parse_pool,
             )
             result = await ingest.run(paths, removals=removals)
             s = self.config.snapshots

@@ -160,6 +160,7 @@ class Ingest:
         *,
         on_progress: Callable[[ImportProgress], None] | None = None,
         gate: PauseGate | None = None,
+        parse_pool: ParsePool | None = None,
     ) -> None:
         self.data = data
         self.config = config
@@ -178,7 +179,7 @@ class Ingest:
             max_file_bytes=config.ingest.max_file_megabytes << 20,
             max_archive_bytes=config.ingest.max_archive_megabytes << 20,
         )
-        self.parse_pool = ParsePool()
+        self.parse_pool = parse_pool or ParsePool()  # the running App's, else this import's
         self._rank: dict[str, int] = {}  # parse order: the largest document first
 
     # -- entry points ------------------------------------------------------------------------

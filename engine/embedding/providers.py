@@ -1,0 +1,25 @@
+"""The embedding provider the settings name: the embedded local model, or an OpenAI-compatible
+service with its key and network settings. Opening one touches no network."""
+
+from __future__ import annotations
+
+from engine.config import EmbeddingSettings, NetworkSettings
+from engine.embedding.base import EmbeddingProvider
+from engine.embedding.local import LocalEmbedding
+from engine.embedding.openai_compat import OpenAICompatibleEmbedding
+
+
+def provider_for(
+    settings: EmbeddingSettings, network: NetworkSettings, api_key: str
+) -> EmbeddingProvider:
+    if settings.provider == "local":
+        return LocalEmbedding()
+    return OpenAICompatibleEmbedding(
+        base_url=settings.base_url,
+        model=settings.model,
+        dimensions=settings.dimensions,
+        api_key=api_key,
+        timeout_s=settings.timeout_s,
+        proxy=network.proxy or None,
+        ca_bundle=network.ca_bundle or None,
+    )
