@@ -36,6 +36,7 @@ from engine.embedding import EmbeddingCache, EmbeddingError, EmbeddingProvider, 
 from engine.parsing import PARSER_VERSIONS, ParseError, ParseLimits
 from engine.paths import DataDir
 from engine.tokens import TokenCounter
+from engine.tools import retrieval_params
 from index.fsutil import file_sha256
 from index.prepared import PreparedDocument, prepare_document
 from index.records import (
@@ -44,7 +45,6 @@ from index.records import (
     FailedDocument,
     FailureStage,
     ManifestDocument,
-    RetrievalParams,
     SkippedFile,
     SnapshotManifest,
 )
@@ -471,14 +471,7 @@ class Ingest:
             parser_versions=dict(sorted(PARSER_VERSIONS.items())),
             chunker_version=chunker_version(self.config.ingest.block_target_tokens),
             tokenizer_version=f"{TOKENIZER_VERSION}+{self.counter.version}",
-            retrieval=RetrievalParams(
-                bm25_k1=self.config.retrieval.bm25_k1,
-                bm25_b=self.config.retrieval.bm25_b,
-                rrf_k=self.config.retrieval.rrf_k,
-                top_k=self.config.retrieval.top_k,
-                min_similarity=self.config.retrieval.min_similarity,
-                exact_search_max_blocks=self.config.retrieval.exact_search_max_blocks,
-            ),
+            retrieval=retrieval_params(self.config.retrieval),
             stats=stats,
         )
         if status == "failed":

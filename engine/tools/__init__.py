@@ -56,6 +56,7 @@ from engine.tools.executor import (
     arguments_type,
     decode_arguments,
     default_retrieval_params,
+    retrieval_params,
     run_tool,
 )
 from engine.tools.retrieval import RETRIEVAL_VERSION, SearchTrace
@@ -105,6 +106,7 @@ __all__ = [
     "outcome_of",
     "read_result",
     "render_tools",
+    "retrieval_params",
     "returned_citations",
     "returned_items",
     "run_tool",

@@ -53,17 +53,21 @@ _DECODERS = {name: msgspec.json.Decoder(kind) for name, kind in ARGUMENTS.items(
 _encoder = msgspec.json.Encoder()
 
 
+def retrieval_params(settings: RetrievalSettings) -> RetrievalParams:
+    """The [retrieval] settings as a snapshot's manifest records them."""
+    return RetrievalParams(
+        bm25_k1=settings.bm25_k1,
+        bm25_b=settings.bm25_b,
+        rrf_k=settings.rrf_k,
+        top_k=settings.top_k,
+        min_similarity=settings.min_similarity,
+        exact_search_max_blocks=settings.exact_search_max_blocks,
+    )
+
+
 def default_retrieval_params() -> RetrievalParams:
     """Parameters for a snapshot whose manifest records none (the configuration defaults)."""
-    r = RetrievalSettings()
-    return RetrievalParams(
-        bm25_k1=r.bm25_k1,
-        bm25_b=r.bm25_b,
-        rrf_k=r.rrf_k,
-        top_k=r.top_k,
-        min_similarity=r.min_similarity,
-        exact_search_max_blocks=r.exact_search_max_blocks,
-    )
+    return retrieval_params(RetrievalSettings())
 
 
 @dataclass(frozen=True)
