@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from index.blockstore import DocumentInfo
+    from index.errors import ManifestDamaged, SnapshotError
     from index.fsutil import atomic_write, fsync_dir
     from index.prepared import PreparedDocument, prepare_document
     from index.snapshot import (
         Block,
         Snapshot,
-        SnapshotError,
         VerifyResult,
         build_snapshot,
         read_manifest,
@@ -28,9 +28,10 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "Block": "index.snapshot",
     "DocumentInfo": "index.blockstore",
+    "ManifestDamaged": "index.errors",
     "PreparedDocument": "index.prepared",
     "Snapshot": "index.snapshot",
-    "SnapshotError": "index.snapshot",
+    "SnapshotError": "index.errors",
     "TOKENIZER_VERSION": "index.textnorm",
     "VerifyResult": "index.snapshot",
     "atomic_write": "index.fsutil",
@@ -49,6 +50,7 @@ __all__ = [
     "TOKENIZER_VERSION",
     "Block",
     "DocumentInfo",
+    "ManifestDamaged",
     "PreparedDocument",
     "Snapshot",
     "SnapshotError",

@@ -22,6 +22,7 @@ from index import blockstore, bm25
 from index.blockstore import BlockStore, DocumentInfo
 from index.bm25 import Bm25Index, Bm25Stats, TermCounts
 from index.crashpoints import crash_point
+from index.errors import ManifestDamaged, SnapshotError
 from index.fsutil import (
     Mapped,
     atomic_write,
@@ -54,10 +55,6 @@ from index.vectors import (
 MANIFEST = "manifest.json"
 HEADER = "header.msgpack"
 HEADER_FORMAT = 1
-
-
-class SnapshotError(Exception):
-    """A snapshot directory that is missing, incomplete, corrupt or of an unknown format."""
 
 
 class SnapshotHeader(msgspec.Struct, frozen=True, kw_only=True):
@@ -388,17 +385,18 @@ def _graph_parent(parent: Path | None, manifest: SnapshotManifest) -> Path | Non
 
 
 def read_manifest(directory: Path) -> SnapshotManifest:
-    """The manifest of a complete snapshot; SnapshotError when missing or unreadable."""
+    """The manifest of a complete snapshot; SnapshotError when missing or of a newer format,
+    ManifestDamaged when it is there but unreadable or corrupt."""
     try:
         raw = (directory / MANIFEST).read_bytes()
     except FileNotFoundError:
         raise SnapshotError(f"{directory}: no {MANIFEST}; the snapshot is incomplete") from None
     except OSError as e:
-        raise SnapshotError(f"{directory}: cannot read {MANIFEST}: {e}") from e
+        raise ManifestDamaged(f"{directory}: cannot read {MANIFEST}: {e}") from e
     try:
         manifest = msgspec.json.decode(raw, type=SnapshotManifest)
     except msgspec.DecodeError as e:
-        raise SnapshotError(f"{directory}: {MANIFEST} is corrupt: {e}") from e
+        raise ManifestDamaged(f"{directory}: {MANIFEST} is corrupt: {e}") from e
     if manifest.format_version > SNAPSHOT_FORMAT:
         raise SnapshotError(
             f"{directory}: snapshot format {manifest.format_version} is newer than this app"

@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from index import blockstore, bm25
+from index.errors import ManifestDamaged, SnapshotError
 from index.prepared import prepare_document
 from index.records import (
     BlockRecord,
@@ -33,7 +34,6 @@ from index.snapshot import (
     HEADER,
     MANIFEST,
     Snapshot,
-    SnapshotError,
     build_snapshot,
     read_manifest,
     verify_snapshot,
@@ -322,6 +322,22 @@ def test_open_rejects_a_truncated_file_and_a_missing_manifest(
         Snapshot.open(tmp_path / "s")
     with pytest.raises(SnapshotError):
         Snapshot.open(tmp_path / "never-built")
+
+
+def test_a_truncated_manifest_is_damaged_not_missing(
+    tmp_path: Path, documents: list[DocumentRecord], vectors: list[npt.NDArray[np.float32]]
+) -> None:
+    build(tmp_path / "s", documents[:1], vectors[:1])
+    path = tmp_path / "s" / MANIFEST
+    path.write_bytes(path.read_bytes()[:40])
+    with pytest.raises(ManifestDamaged, match="manifest.json is corrupt"):
+        read_manifest(tmp_path / "s")
+    with pytest.raises(ManifestDamaged):
+        Snapshot.open(tmp_path / "s")
+    path.unlink()
+    with pytest.raises(SnapshotError, match="incomplete") as missing:
+        read_manifest(tmp_path / "s")
+    assert not isinstance(missing.value, ManifestDamaged)
 
 
 def test_verify_detects_a_flipped_byte_that_open_does_not_check(
