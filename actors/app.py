@@ -14,8 +14,8 @@ import os
 import re
 import secrets
 import shutil
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -744,32 +744,33 @@ class App:
     # -- prompt bundles ----------------------------------------------------------------------
     def bundles(self) -> list[BundleInfo]:
         """Every prompt bundle (shipped first); `active` marks the one new questions use."""
-        try:
+        with _bundle_errors():
             return BundleRegistry.of(self.data).list()
-        except BundleError as exc:
-            raise AppError(str(exc)) from None
 
     def bundle_diff(self, a: str, b: str) -> BundleDiff:
-        try:
+        with _bundle_errors():
             return BundleRegistry.of(self.data).diff(a, b)
-        except BundleError as exc:
-            raise AppError(str(exc)) from None
 
     def promote_bundle(self, ref: str) -> str:
         """Make a frozen bundle the baseline (the page asked first); its id@version."""
-        try:
+        with _bundle_errors():
             bundle = BundleRegistry.of(self.data).promote(ref, confirm=True)
-        except BundleError as exc:
-            raise AppError(str(exc)) from None
         return f"{bundle.id}@{bundle.version}"
 
     def rollback_bundle(self) -> str:
         """Return to the baseline before the last promotion; its id@version."""
-        try:
+        with _bundle_errors():
             bundle = BundleRegistry.of(self.data).rollback()
-        except BundleError as exc:
-            raise AppError(str(exc)) from None
         return f"{bundle.id}@{bundle.version}"
+
+
+@contextmanager
+def _bundle_errors() -> Iterator[None]:
+    """A registry's refusal (unknown ref, tampered bundle…) as the AppError a person reads."""
+    try:
+        yield
+    except BundleError as exc:
+        raise AppError(str(exc)) from None
 
 
 def _cited_evidence(answer: str) -> Evidence:
