@@ -13,6 +13,8 @@ import re
 from bisect import bisect_left
 from dataclasses import dataclass
 
+# Still imported from here by actors/ingest.py.
+from engine.errors import ChunkError as ChunkError
 from engine.parsing.model import ParsedDocument, ParsedSection, unique_paths
 from engine.tokens import TokenCounter
 from index.records import BlockRecord, DocumentRecord, SectionRecord
@@ -31,18 +33,6 @@ _SENTENCE_END = re.compile(
 _ABBREVIATIONS = frozenset({"e.g.", "i.e.", "cf.", "vs.", "mr.", "mrs.", "ms.", "dr.", "fig."})
 _NUMBERING = re.compile(r"^(?:\d+|[A-Za-z])(?:\.\d+)*\.$")
 _HEX = re.compile(r"^[0-9a-f]{12,}$")
-
-
-class ChunkError(Exception):
-    """A document that yields no blocks. `reason` is a stable code, `message` is for people."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(f"{reason}: {message}")
-        self.reason = reason
-        self.message = message
-
-    def __reduce__(self) -> tuple[type[ChunkError], tuple[str, str]]:
-        return (type(self), (self.reason, self.message))  # picklable across worker processes
 
 
 def chunker_version(target_tokens: int) -> str:

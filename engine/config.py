@@ -15,6 +15,9 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+# Still imported from here by cli/, actors/ui_service.py, actors/settings.py.
+from engine.errors import ConfigError as ConfigError
+
 CONFIG_FORMAT: Literal[1] = 1
 RESERVED_ENV = frozenset(
     {"CITEWISE_DEEPSEEK_API_KEY", "CITEWISE_EMBEDDING_API_KEY", "CITEWISE_HOME"}
@@ -146,10 +149,6 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         for ok, message in rules:
             if not ok:
                 raise ValueError(message)
-
-
-class ConfigError(ValueError):
-    """An invalid setting, phrased for the person who wrote it."""
 
 
 _SECTIONS: dict[str, type[msgspec.Struct]] = {

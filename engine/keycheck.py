@@ -336,7 +336,7 @@ async def _embedding_failure(
             _wrong_model(settings.model, settings.base_url, offered, "embedding.model"),
             latency,
         )
-    if "(HTTP 404" in error.message and offered is None:
+    if error.status == 404 and offered is None:
         return KeyCheck(
             False,
             "wrong_base_url",

@@ -10,11 +10,9 @@ import email.utils
 import ssl
 import time
 
+from engine.errors import CaBundleError
+
 MAX_RETRY_AFTER_S = 30.0  # a longer Retry-After is shortened: callers retry once at most
-
-
-class CaBundleError(ValueError):
-    """The configured CA bundle cannot be read or parsed."""
 
 
 def ssl_context(ca_bundle: str | None) -> ssl.SSLContext:

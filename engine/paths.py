@@ -24,6 +24,9 @@ import platformdirs
 import platformdirs.api
 import platformdirs.windows
 
+# Still imported from here by cli/, actors/ui_service.py.
+from engine.errors import InvalidCollectionName as InvalidCollectionName
+
 APP_NAME = "Citewise"
 _COLLECTION_NAME = re.compile(r"^[\w][\w .-]{0,63}$")
 
@@ -32,10 +35,6 @@ _COLLECTION_NAME = re.compile(r"^[\w][\w .-]{0,63}$")
 _WINDOWS_DEVICES = frozenset(
     {"con", "prn", "aux", "nul"} | {f"{d}{i}" for d in ("com", "lpt") for i in range(1, 10)}
 )
-
-
-class InvalidCollectionName(ValueError):
-    pass
 
 
 def data_home(environ: dict[str, str] | None = None, system: str = sys.platform) -> Path:

@@ -14,20 +14,16 @@ import keyring.errors
 
 from engine import redaction
 
+# Still imported from here by cli/ask.py, actors/ui_service.py.
+from engine.errors import SecretStoreUnavailable as SecretStoreUnavailable
+from engine.errors import SecretTooLong
+
 SERVICE = "citewise"
 KeyName = Literal["deepseek", "embedding"]
 ENV_NAMES: dict[KeyName, str] = {
     "deepseek": "CITEWISE_DEEPSEEK_API_KEY",
     "embedding": "CITEWISE_EMBEDDING_API_KEY",
 }
-
-
-class SecretStoreUnavailable(Exception):
-    """No OS credential store; the message says which environment variable to use instead."""
-
-
-class SecretTooLong(SecretStoreUnavailable):
-    """A key larger than Windows Credential Manager's blob limit (refused on every OS)."""
 
 
 MAX_SECRET_BYTES = 2560  # CRED_MAX_CREDENTIAL_BLOB_SIZE; keyring stores text as UTF-16-LE

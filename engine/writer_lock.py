@@ -10,11 +10,9 @@ from collections.abc import Iterator
 
 import filelock
 
+# Still imported from here by cli/, web/, bench/, actors/ui_service.py.
+from engine.errors import WriterBusy as WriterBusy
 from engine.paths import DataDir
-
-
-class WriterBusy(Exception):
-    """Another Citewise process is importing or changing this data directory."""
 
 
 @contextlib.contextmanager

@@ -9,8 +9,10 @@ from engine.chat.client import (
     OnDelta,
     StreamDelta,
 )
-from engine.chat.errors import RETRYABLE_CODES, ChatError, ErrorCode
 from engine.chat.pricing import billed_tokens, cost_of
+from engine.errors import CHAT_RETRYABLE_CODES as RETRYABLE_CODES
+from engine.errors import ChatError
+from engine.errors import ChatErrorCode as ErrorCode
 
 __all__ = [
     "RETRYABLE_CODES",

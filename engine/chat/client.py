@@ -17,9 +17,9 @@ import anyio
 import httpx
 import msgspec
 
-from engine.chat.errors import ChatError, StatusContext, error_for_status, redact, vendor_text
-from engine.chat.sse import SSEDecoder, SSEError
-from engine.network import CaBundleError
+from engine.chat.sse import SSEDecoder
+from engine.chat.status import StatusContext, error_for_status, redact, vendor_text
+from engine.errors import CaBundleError, ChatError, SSEError
 from engine.network import ssl_context as network_ssl_context
 
 DEEPSEEK_HOST = "api.deepseek.com"

@@ -11,6 +11,8 @@ import re
 
 import msgspec
 
+from engine.errors import SSEError
+
 MAX_LINE_BYTES = 8 * 1024 * 1024
 _LINE_END = re.compile(rb"[\r\n]")
 _BOM = b"\xef\xbb\xbf"
@@ -23,10 +25,6 @@ class ServerSentEvent(msgspec.Struct, frozen=True):
     event: str = "message"
     id: str | None = None
     retry: int | None = None
-
-
-class SSEError(ValueError):
-    """The byte stream cannot be an event stream (a line longer than the limit)."""
 
 
 class SSEDecoder:

@@ -1,67 +1,20 @@
-"""ChatError, the one exception of the chat client, and the translation of HTTP answers into it.
+"""How a chat service's refusal reads: the ChatError for a non-200 answer, the vendor's words.
 
-Every failure of a chat call leaves as a ChatError with a stable code, a sentence for a person
-and a `retryable` flag. It never holds the API key: vendor text is redacted before it is quoted,
-and the wording of a refused key is never quoted at all (some vendors echo the key back).
+Every failure of a chat call leaves as a ChatError (engine/errors.py) with a stable code, a
+sentence for a person and a `retryable` flag. It never holds the API key: vendor text is redacted
+before it is quoted, and the wording of a refused key is never quoted at all (some vendors echo
+the key back).
 """
 
 from __future__ import annotations
 
-from typing import Literal
-
 import msgspec
 
 from engine import redaction
+from engine.errors import ChatError, provider_code_for_status
 from engine.network import parse_retry_after
 
-ErrorCode = Literal[
-    "unauthorized",  # 401/403: the key is wrong, revoked or lacks access
-    "no_balance",  # 402: the account has no credit left
-    "rate_limited",  # 429: too many requests for now
-    "server_error",  # 5xx, or an error event in the middle of a stream
-    "timeout",  # no answer (or no next chunk) within timeout_s
-    "connection",  # refused, reset, DNS, TLS, proxy; a stream cut before [DONE]
-    "bad_response",  # not JSON, no choices, malformed SSE
-    "bad_request",  # another 4xx: wrong base URL or model, a request the vendor refused
-    "cancelled",  # for callers that record a cancelled call as data; the client never raises it
-]
-
-RETRYABLE_CODES: frozenset[str] = frozenset(
-    {"rate_limited", "server_error", "timeout", "connection", "bad_response"}
-)
 _VENDOR_TEXT_MAX = 300
-
-
-class ChatError(Exception):
-    """A chat completion that failed.
-
-    `code` is stable (see ErrorCode), `message` tells a person what happened and what to do,
-    `retryable` says whether one more attempt may succeed (after `retry_after` seconds when the
-    vendor said so), `status` is the HTTP status when there was one and `vendor_message` the
-    vendor's own (redacted) words, empty when there were none.
-    """
-
-    def __init__(
-        self,
-        code: ErrorCode,
-        message: str,
-        *,
-        retryable: bool | None = None,
-        retry_after: float | None = None,
-        status: int | None = None,
-        vendor_message: str = "",
-    ) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code: ErrorCode = code
-        self.message = message
-        self.retryable = code in RETRYABLE_CODES if retryable is None else retryable
-        self.retry_after = retry_after
-        self.status = status
-        self.vendor_message = vendor_message
-
-    def __reduce__(self) -> tuple[type[ChatError], tuple[str, str], dict[str, object]]:
-        # Survives pickling (worker processes, traces), which Exception's default args would not.
-        return (type(self), (self.code, self.message), dict(self.__dict__))
 
 
 def redact(text: str, secret: str) -> str:
@@ -118,7 +71,8 @@ def error_for_status(
     where = "DeepSeek" if ctx.deepseek else f"the chat service at {ctx.host}"
     said = vendor_text(body, secret)
     quoted = f": {said}" if said else ""
-    if status in (401, 403):
+    code = provider_code_for_status(status)
+    if code == "unauthorized":
         key = "the DeepSeek key" if ctx.deepseek else "the chat API key"
         # The vendor's wording is left out of the message: some echo part of the key back.
         return ChatError(
@@ -127,7 +81,7 @@ def error_for_status(
             "set it again in Settings if it is wrong or revoked",
             status=status,
         )
-    if status == 402:
+    if code == "no_balance":
         top_up = "at platform.deepseek.com" if ctx.deepseek else "with the vendor"
         return ChatError(
             "no_balance",
@@ -136,7 +90,7 @@ def error_for_status(
             status=status,
             vendor_message=said,
         )
-    if status == 429:
+    if code == "rate_limited":
         return ChatError(
             "rate_limited",
             f"{where} is limiting the request rate (HTTP 429{quoted}); wait a moment and ask again",
@@ -144,7 +98,7 @@ def error_for_status(
             status=status,
             vendor_message=said,
         )
-    if status >= 500:
+    if code == "server_error":
         return ChatError(
             "server_error",
             f"{where} had an internal error or is overloaded (HTTP {status}{quoted}); this is "

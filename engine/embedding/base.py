@@ -1,14 +1,15 @@
-"""The embedding provider interface, its result and its one error type.
+"""The embedding provider interface and its result.
 
 A provider turns texts into L2-normalised float32 vectors, written against anyio only (works
 under trio and asyncio). Errors from the outside world (HTTP, sockets, the model) are translated
-into EmbeddingError at the provider's boundary; an error message never contains an API key.
+into EmbeddingError (engine/errors.py) at the provider's boundary; an error message never
+contains an API key.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal, Protocol
+from typing import Protocol
 
 import msgspec
 import numpy as np
@@ -17,50 +18,6 @@ import numpy.typing as npt
 from index.records import EmbeddingSpec
 
 Vectors = npt.NDArray[np.float32]
-
-ErrorCode = Literal[
-    "unauthorized",  # 401/403: the key is wrong, revoked or lacks access
-    "no_balance",  # 402: the account has no credit left
-    "quota",  # the vendor's quota is used up (e.g. OpenAI's 429 insufficient_quota)
-    "rate_limited",  # 429: too many requests for now
-    "server_error",  # 5xx
-    "timeout",
-    "connection",  # refused, reset, DNS, TLS, proxy
-    "bad_request",  # another 4xx: wrong base URL or model name, input the vendor refused
-    "bad_response",  # not JSON, missing data, wrong count
-    "wrong_dimension",  # vectors of another length than the configured dimensions
-]
-
-RETRYABLE_CODES: frozenset[str] = frozenset(
-    {"rate_limited", "server_error", "timeout", "connection"}
-)
-
-
-class EmbeddingError(Exception):
-    """An embedding request that failed.
-
-    `code` is stable (see ErrorCode), `message` tells a person what happened and what to do,
-    `retryable` says whether one more attempt may succeed, after `retry_after` seconds if the
-    vendor said so.
-    """
-
-    def __init__(
-        self,
-        code: ErrorCode,
-        message: str,
-        *,
-        retryable: bool | None = None,
-        retry_after: float | None = None,
-    ) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code: ErrorCode = code
-        self.message = message
-        self.retryable = code in RETRYABLE_CODES if retryable is None else retryable
-        self.retry_after = retry_after
-
-    def __reduce__(self) -> tuple[type[EmbeddingError], tuple[str, str], dict[str, object]]:
-        # Survives pickling (worker processes), which Exception's default args would not.
-        return (type(self), (self.code, self.message), dict(self.__dict__))
 
 
 class EmbeddingResult(msgspec.Struct, frozen=True, kw_only=True):

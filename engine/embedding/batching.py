@@ -15,8 +15,9 @@ import anyio.to_thread
 import msgspec
 import numpy as np
 
-from engine.embedding.base import EmbeddingError, EmbeddingProvider, EmbeddingResult, Vectors
+from engine.embedding.base import EmbeddingProvider, EmbeddingResult, Vectors
 from engine.embedding.cache import EmbeddingCache, text_hash
+from engine.errors import EmbeddingError
 
 DEFAULT_RETRY_BACKOFF_S = 1.0  # wait before the one retry when the vendor names no time
 

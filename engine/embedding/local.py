@@ -15,7 +15,8 @@ from typing import Any
 import anyio.to_thread
 import numpy as np
 
-from engine.embedding.base import EmbeddingError, EmbeddingResult, normalise
+from engine.embedding.base import EmbeddingResult, normalise
+from engine.errors import EmbeddingError
 from index.records import EmbeddingSpec
 
 MODEL_NAME = "use-multilingual-v3"

@@ -19,8 +19,9 @@ import msgspec
 import numpy as np
 
 from engine import redaction
-from engine.embedding.base import EmbeddingError, EmbeddingResult, normalise
-from engine.network import CaBundleError, parse_retry_after, ssl_context
+from engine.embedding.base import EmbeddingResult, normalise
+from engine.errors import CaBundleError, EmbeddingError, provider_code_for_status
+from engine.network import parse_retry_after, ssl_context
 from index.records import EmbeddingSpec
 
 PROVIDER = "openai_compatible"
@@ -172,46 +173,58 @@ class OpenAICompatibleEmbedding:
         where = f"the embedding service at {self._host}"
         text, vendor_code = self._vendor_text(response)
         said = f": {text}" if text else ""
-        if status in (401, 403):
+        code = provider_code_for_status(status)
+        if code == "unauthorized":
             # The vendor's wording is left out: some echo part of the key back.
             return EmbeddingError(
                 "unauthorized",
                 f"{where} refused the API key (HTTP {status}); check the embedding key in "
                 "Settings (or CITEWISE_EMBEDDING_API_KEY) and that it may use this model",
+                status=status,
             )
-        if status == 402:
+        if code == "no_balance":
             return EmbeddingError(
                 "no_balance",
                 f"{where} says the account has no balance left (HTTP 402); top up the account "
                 "or switch to the built-in embedding model",
+                status=status,
+                vendor_message=text,
             )
-        if status == 429 and "quota" in vendor_code.casefold():  # OpenAI: insufficient_quota
+        if code == "rate_limited" and "quota" in vendor_code.casefold():
+            # OpenAI answers 429 insufficient_quota when the plan, not the rate, is the limit.
             return EmbeddingError(
                 "quota",
                 f"{where} says the quota is used up (HTTP 429{said}); check the plan and "
                 "billing of this key, or switch to the built-in embedding model",
                 retryable=False,
+                status=status,
+                vendor_message=text,
             )
-        if status == 429:
-            wait = parse_retry_after(response.headers.get("retry-after"))
+        if code == "rate_limited":
             return EmbeddingError(
                 "rate_limited",
                 f"{where} is limiting the request rate (HTTP 429{said}); Citewise waits and "
                 "retries once; if it keeps happening lower embedding.concurrency or "
                 "embedding.batch_size",
-                retry_after=wait,
+                retry_after=parse_retry_after(response.headers.get("retry-after")),
+                status=status,
+                vendor_message=text,
             )
-        if status >= 500:
+        if code == "server_error":
             return EmbeddingError(
                 "server_error",
                 f"{where} had an internal error (HTTP {status}{said}); this is usually "
                 "temporary: try again later",
                 retry_after=parse_retry_after(response.headers.get("retry-after")),
+                status=status,
+                vendor_message=text,
             )
         return EmbeddingError(
             "bad_request",
             f"{where} rejected the request (HTTP {status}{said}); check embedding.base_url "
             f"and embedding.model ({self.spec.model!r})",
+            status=status,
+            vendor_message=text,
         )
 
     def _bad_response(self, what: str) -> EmbeddingError:

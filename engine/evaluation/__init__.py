@@ -5,6 +5,7 @@ Nothing here runs a long-lived task or calls a model itself: answers come from t
 callable the caller passes (cli/evaluate.py wires the harness in).
 """
 
+from engine.errors import GoldError
 from engine.evaluation.answers import (
     DECLINE_PATTERNS,
     GAP_PATTERNS,
@@ -21,7 +22,6 @@ from engine.evaluation.answers import (
 from engine.evaluation.coverage import SCAN_MIN_RATIO, CoverageRow, ScanRow, section_key
 from engine.evaluation.gold import (
     KINDS,
-    GoldError,
     GoldEvidence,
     GoldItem,
     GoldSet,

@@ -16,6 +16,8 @@ from typing import Literal
 
 import msgspec
 
+from engine.errors import GoldError
+
 Kind = Literal[
     "fact",
     "paraphrase",
@@ -38,10 +40,6 @@ KINDS: tuple[Kind, ...] = (
 )
 DECLINED_KINDS: frozenset[Kind] = frozenset({"absent", "out_of_scope"})
 QUOTE_CHARS = (15, 60)  # GOLD-FORMAT.md: quotes are 15–60 characters long
-
-
-class GoldError(ValueError):
-    """A gold file that cannot be used; the message names the line and the problem."""
 
 
 class GoldEvidence(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -5,6 +5,7 @@ and assemble_pdf (one long PDF parsed in several worker processes); everything e
 package is an implementation detail. Parsers only read; they never write files.
 """
 
+from engine.errors import ParseError
 from engine.parsing.dispatch import (
     PARSER_VERSIONS,
     SUPPORTED_SUFFIXES,
@@ -17,7 +18,6 @@ from engine.parsing.model import (
     Paragraph,
     ParsedDocument,
     ParsedSection,
-    ParseError,
     unique_paths,
 )
 from engine.parsing.pdf import PdfPart, PdfPlan, assemble_pdf, parse_pdf_pages

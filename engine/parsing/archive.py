@@ -13,8 +13,8 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 from xml.parsers import expat
 
+from engine.errors import ParseError
 from engine.parsing.limits import MIB, ParseLimits
-from engine.parsing.model import ParseError
 
 _CHUNK = 1 * MIB
 _DRIVE = re.compile(r"^[A-Za-z]:")
@@ -139,14 +139,6 @@ class SafeArchive:
         return parse_xml(self.read(name), f"{self._kind} part {name!r}")
 
 
-class _Forbidden(Exception):
-    pass
-
-
-def _refuse(*_: object) -> None:
-    raise _Forbidden
-
-
 def _qname(name: str) -> str:
     # expat reports "uri}local" with namespace_separator "}"; ElementTree spells "{uri}local".
     return "{" + name if "}" in name else name
@@ -168,14 +160,17 @@ def parse_xml(data: bytes, what: str) -> ET.Element:
 
     parser.StartElementHandler = start
     parser.EndElementHandler = end
+
+    def refuse(*_: object) -> None:
+        # expat passes an exception raised in a handler through Parse() unchanged.
+        raise _declaration_error(what)
+
     parser.CharacterDataHandler = builder.data
-    parser.StartDoctypeDeclHandler = _refuse
-    parser.EntityDeclHandler = _refuse
+    parser.StartDoctypeDeclHandler = refuse
+    parser.EntityDeclHandler = refuse
     try:
         parser.Parse(data, True)
         return builder.close()
-    except _Forbidden:
-        raise _declaration_error(what) from None
     except (expat.ExpatError, ValueError, AssertionError) as exc:
         raise ParseError(
             "corrupt",

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from engine.errors import ParseError
 from engine.parsing.docx import parse_docx
 from engine.parsing.epub import parse_epub
 from engine.parsing.html import parse_html
 from engine.parsing.limits import MIB, ParseLimits
 from engine.parsing.markdown import parse_markdown
-from engine.parsing.model import ParsedDocument, ParseError, unexpected_failure
+from engine.parsing.model import ParsedDocument, unexpected_failure
 from engine.parsing.pdf import PdfPlan, parse_pdf, plan_pdf
 from engine.parsing.text import parse_text
 

@@ -13,12 +13,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
+from engine.errors import ParseError
 from engine.parsing.archive import SafeArchive
 from engine.parsing.html import strip_site_suffix
 from engine.parsing.lang import detect_lang
 from engine.parsing.limits import ParseLimits
 from engine.parsing.lines import short_title
-from engine.parsing.model import ParsedDocument, ParseError
+from engine.parsing.model import ParsedDocument
 from engine.parsing.sections import SectionBuilder
 
 _KIND = "Word document"

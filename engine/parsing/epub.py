@@ -12,12 +12,13 @@ from pathlib import Path
 from urllib.parse import unquote
 from xml.etree import ElementTree as ET
 
+from engine.errors import ParseError
 from engine.parsing.archive import SafeArchive
 from engine.parsing.html import decode_html, feed_html, new_extractor, strip_site_suffix
 from engine.parsing.lang import detect_lang
 from engine.parsing.limits import ParseLimits
 from engine.parsing.lines import short_title
-from engine.parsing.model import ParsedDocument, ParseError
+from engine.parsing.model import ParsedDocument
 
 _KIND = "EPUB book"
 _CONTAINER = "{urn:oasis:names:tc:opendocument:xmlns:container}"

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import msgspec
 
+from engine.errors import ParseError
+
 PATH_SEPARATOR = " / "
 
 
@@ -29,19 +31,6 @@ class ParsedDocument(msgspec.Struct, frozen=True, kw_only=True):
     format: str  # pdf | epub | docx | html | markdown | text
     sections: tuple[ParsedSection, ...]  # document order; never empty
     pages: int | None = None
-
-
-class ParseError(Exception):
-    """A document that cannot be imported. `reason` is a stable code, `message` is for people."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(f"{reason}: {message}")
-        self.reason = reason
-        self.message = message
-
-    def __reduce__(self) -> tuple[type[ParseError], tuple[str, str]]:
-        # Parsing runs in worker processes: the error must survive pickling intact.
-        return (ParseError, (self.reason, self.message))
 
 
 def unexpected_failure(exc: Exception) -> ParseError:

@@ -22,11 +22,12 @@ from typing import Any
 import msgspec
 import pymupdf
 
+from engine.errors import ParseError
 from engine.gc_pause import gc_paused
 from engine.parsing.lang import detect_lang
 from engine.parsing.limits import ParseLimits
 from engine.parsing.lines import clean_text, glue, join_lines, short_title
-from engine.parsing.model import ParsedDocument, ParseError, unexpected_failure
+from engine.parsing.model import ParsedDocument, unexpected_failure
 from engine.parsing.sections import SectionBuilder
 
 _mupdf: Any = pymupdf  # pymupdf ships without type hints

@@ -7,8 +7,9 @@ title, and never invents other text: an empty document fails with ParseError("no
 
 from __future__ import annotations
 
+from engine.errors import ParseError
 from engine.parsing.lines import clean_text, short_title, tidy_block
-from engine.parsing.model import Paragraph, ParsedSection, ParseError
+from engine.parsing.model import Paragraph, ParsedSection
 
 
 class SectionBuilder:

@@ -13,10 +13,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.errors import ParseError
 from engine.parsing.lang import detect_lang
 from engine.parsing.limits import ParseLimits
 from engine.parsing.lines import clean_text, display_width, is_cjk, join_lines
-from engine.parsing.model import ParsedDocument, ParseError
+from engine.parsing.model import ParsedDocument
 from engine.parsing.sections import SectionBuilder
 
 _BOMS = (

@@ -14,6 +14,7 @@ from typing import Literal
 
 import msgspec
 
+from engine.errors import PromptBundleError
 from index.records import SnapshotManifest
 
 BUNDLE_FORMAT = 1
@@ -31,9 +32,8 @@ _HASH = re.compile(r"^[0-9a-f]{64}$")
 
 BundleSource = Literal["release", "local"]
 
-
-class BundleError(Exception):
-    """A bundle that cannot be used; the message names the file and the problem."""
+# The old name, still imported from here by cli/evaluate.py and actors/ui_service.py.
+BundleError = PromptBundleError
 
 
 class BundleManifest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -70,7 +70,7 @@ class PromptBundle(msgspec.Struct, frozen=True, kw_only=True):
         template = self.templates[name]
         missing = set(REQUIRED.get(name, ())) - values.keys()
         if missing:
-            raise BundleError(f"template {name!r} needs {', '.join(sorted(missing))}")
+            raise PromptBundleError(f"template {name!r} needs {', '.join(sorted(missing))}")
 
         def sub(m: re.Match[str]) -> str:
             key = m.group(1)
@@ -111,40 +111,42 @@ def load_bundle(path: Path, source: BundleSource = "local") -> PromptBundle:
     try:
         raw = (path / MANIFEST).read_bytes()
     except OSError as exc:
-        raise BundleError(f"{path / MANIFEST}: cannot read ({exc.strerror or exc})") from None
+        raise PromptBundleError(f"{path / MANIFEST}: cannot read ({exc.strerror or exc})") from None
     try:
         manifest = msgspec.json.decode(raw, type=BundleManifest)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise BundleError(f"{path / MANIFEST}: {exc}") from None
+        raise PromptBundleError(f"{path / MANIFEST}: {exc}") from None
     if manifest.format_version > BUNDLE_FORMAT:
-        raise BundleError(
+        raise PromptBundleError(
             f"{path}: bundle format {manifest.format_version} is newer than this app reads"
         )
     if manifest.hash and not _HASH.match(manifest.hash):
-        raise BundleError(f"{path / MANIFEST}: hash must be 64 lower-case hex digits")
+        raise PromptBundleError(f"{path / MANIFEST}: hash must be 64 lower-case hex digits")
     missing = sorted(set(REQUIRED) - manifest.templates.keys())
     if missing:
-        raise BundleError(f"{path / MANIFEST}: templates lack {', '.join(missing)}")
+        raise PromptBundleError(f"{path / MANIFEST}: templates lack {', '.join(missing)}")
     blobs: dict[str, bytes] = {}
     texts: dict[str, str] = {}
     for name, file in manifest.templates.items():
         target = (path / file).resolve()
         if path.resolve() not in target.parents:
-            raise BundleError(f"{path / MANIFEST}: template {file!r} lies outside the bundle")
+            raise PromptBundleError(f"{path / MANIFEST}: template {file!r} lies outside the bundle")
         try:
             blobs[name] = target.read_bytes()
             texts[name] = blobs[name].decode("utf-8")
         except OSError as exc:
-            raise BundleError(f"{target}: cannot read ({exc.strerror or exc})") from None
+            raise PromptBundleError(f"{target}: cannot read ({exc.strerror or exc})") from None
         except UnicodeDecodeError:
-            raise BundleError(f"{target}: not UTF-8 text") from None
+            raise PromptBundleError(f"{target}: not UTF-8 text") from None
         for key in REQUIRED.get(name, ()):
             n = texts[name].count("{" + key + "}")
             if n != 1:
-                raise BundleError(f"{target}: placeholder {{{key}}} appears {n} times, not once")
+                raise PromptBundleError(
+                    f"{target}: placeholder {{{key}}} appears {n} times, not once"
+                )
     digest = bundle_hash(manifest, blobs)
     if manifest.hash and manifest.hash != digest:
-        raise BundleError(
+        raise PromptBundleError(
             f"{path}: bundle {manifest.id}@{manifest.version} is frozen with hash "
             f"{manifest.hash} but its files hash to {digest}: it was modified after freezing; "
             "make a new version instead"

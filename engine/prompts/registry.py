@@ -18,11 +18,11 @@ import msgspec
 
 from engine.clock import utc_timestamp
 from engine.crashpoints import crash_point
+from engine.errors import PromptBundleError
 from engine.paths import DataDir
 from engine.prompts.bundle import (
     BASELINE,
     MANIFEST,
-    BundleError,
     BundleManifest,
     BundleSource,
     PromptBundle,
@@ -115,7 +115,7 @@ def split_ref(ref: str) -> tuple[str, str | None]:
     """("id", "version") of "id@version"; ("id", None) of a bare id."""
     ident, sep, version = ref.strip().partition("@")
     if not _ID.match(ident) or (sep and not _VERSION.match(version)):
-        raise BundleError(
+        raise PromptBundleError(
             f"{ref!r} is not a bundle reference: use ID or ID@VERSION (letters, digits, '.', "
             "'-', '_'), as `citewise prompts list` shows them"
         )
@@ -186,7 +186,7 @@ class BundleRegistry:
     def _inspect(self, path: Path, source: BundleSource, active_ref: str) -> BundleInfo:
         try:
             manifest = _read_manifest(path)
-        except BundleError as exc:
+        except PromptBundleError as exc:
             return BundleInfo(
                 ref=path.name,
                 id=path.name.partition("@")[0],
@@ -217,7 +217,7 @@ class BundleRegistry:
             )
         try:
             digest = _content_hash(path, manifest)
-        except BundleError as exc:
+        except PromptBundleError as exc:
             return msgspec.structs.replace(base, status="broken", problem=str(exc))
         if manifest.hash and manifest.hash != digest:
             return msgspec.structs.replace(
@@ -229,7 +229,7 @@ class BundleRegistry:
             )
         try:
             load_bundle(path, source)
-        except BundleError as exc:
+        except PromptBundleError as exc:
             return msgspec.structs.replace(base, status="broken", hash=digest, problem=str(exc))
         return msgspec.structs.replace(
             base, status="frozen" if manifest.hash else "draft", hash=digest
@@ -241,7 +241,7 @@ class BundleRegistry:
         for path, source in self._folders():
             try:
                 manifest = _read_manifest(path)
-            except BundleError:
+            except PromptBundleError:
                 if source == "local" and path.name.partition("@")[0] == ident:
                     candidates.append((path.name.partition("@")[2], path, source))
                 continue
@@ -251,7 +251,7 @@ class BundleRegistry:
             candidates = [c for c in candidates if c[0] == version]
         if not candidates:
             known = sorted({i.ref for i in self.list()})
-            raise BundleError(
+            raise PromptBundleError(
                 f"there is no prompt bundle {ref!r}; known bundles: {', '.join(known) or 'none'}"
             )
         _, path, source = max(candidates, key=lambda c: version_key(c[0]))
@@ -263,10 +263,10 @@ class BundleRegistry:
         path, source = self._locate(ref)
         try:
             return load_bundle(path, source)
-        except BundleError as exc:
+        except PromptBundleError as exc:
             info = self._inspect(path, source, "")
             if info.status == "modified":
-                raise BundleError(
+                raise PromptBundleError(
                     f"{exc} (`citewise prompts new --from {info.ref}` makes the next version "
                     "from the edited files)"
                 ) from None
@@ -290,10 +290,10 @@ class BundleRegistry:
         new_id = ident or (manifest.id if source == "local" else f"{manifest.id}-exp")
         split_ref(new_id)
         if "@" in new_id:
-            raise BundleError(f"{new_id!r}: a new bundle's id has no version part")
+            raise PromptBundleError(f"{new_id!r}: a new bundle's id has no version part")
         known = self.list()
         if any(i.id == new_id and i.source == "release" for i in known):
-            raise BundleError(
+            raise PromptBundleError(
                 f"{new_id!r} is the id of a shipped bundle; choose another id with --id"
             )
         versions = [i.version for i in known if i.id == new_id and i.source == "local"]
@@ -334,17 +334,17 @@ class BundleRegistry:
         manifest = _read_manifest(path)
         label = f"{manifest.id}@{manifest.version}"
         if source == "release":
-            raise BundleError(
+            raise PromptBundleError(
                 f"{label} is a shipped bundle and read-only; make an experiment "
                 f"with `citewise prompts new --from {label}`"
             )
         if manifest.hash:
-            raise BundleError(
+            raise PromptBundleError(
                 f"{label} is frozen (its hash is recorded in traces and evaluations) and cannot "
                 f"be edited; `citewise prompts new --from {label}` makes the next version"
             )
         if name not in manifest.templates:
-            raise BundleError(
+            raise PromptBundleError(
                 f"{label} has no template {name!r}; it has {', '.join(sorted(manifest.templates))}"
             )
         target = _inside(path, manifest.templates[name])
@@ -359,12 +359,14 @@ class BundleRegistry:
         if bundle.manifest.hash:
             return bundle
         if source == "release":
-            raise BundleError(f"{bundle.id}@{bundle.version} is a shipped bundle and read-only")
+            raise PromptBundleError(
+                f"{bundle.id}@{bundle.version} is a shipped bundle and read-only"
+            )
         self._sweep_killed_writes()
         _write_manifest(path, msgspec.structs.replace(bundle.manifest, hash=bundle.hash))
         frozen = load_bundle(path, "local")
         if frozen.hash != bundle.hash:
-            raise BundleError(f"{path}: files changed while freezing; freeze again")
+            raise PromptBundleError(f"{path}: files changed while freezing; freeze again")
         return frozen
 
     # -- the baseline ----------------------------------------------------------------------
@@ -375,13 +377,15 @@ class BundleRegistry:
         except FileNotFoundError:
             return BaselineHistory()
         except OSError as exc:
-            raise BundleError(f"{self.history_file}: cannot read ({exc.strerror or exc})") from None
+            raise PromptBundleError(
+                f"{self.history_file}: cannot read ({exc.strerror or exc})"
+            ) from None
         try:
             history = _history_decoder.decode(raw)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            raise BundleError(f"{self.history_file}: {exc}") from None
+            raise PromptBundleError(f"{self.history_file}: {exc}") from None
         if history.format_version > HISTORY_FORMAT:
-            raise BundleError(f"{self.history_file} is from a newer Citewise; upgrade first")
+            raise PromptBundleError(f"{self.history_file} is from a newer Citewise; upgrade first")
         return history
 
     def _active_entry(self) -> BaselineEntry | None:
@@ -422,13 +426,13 @@ class BundleRegistry:
             return self.shipped()
         try:
             bundle = self.get(entry.ref)
-        except BundleError as exc:
-            raise BundleError(
+        except PromptBundleError as exc:
+            raise PromptBundleError(
                 f"the promoted baseline {entry.ref} cannot be used: {exc}; restore it, or "
                 "`citewise prompts rollback` to the previous baseline"
             ) from None
         if bundle.hash != entry.hash:
-            raise BundleError(
+            raise PromptBundleError(
                 f"the promoted baseline {entry.ref} now hashes to {bundle.hash}, not "
                 f"{entry.hash} as promoted; `citewise prompts rollback` to the previous baseline"
             )
@@ -439,7 +443,7 @@ class BundleRegistry:
         bundle = self.get(ref)
         label = f"{bundle.id}@{bundle.version}"
         if not bundle.manifest.hash:
-            raise BundleError(
+            raise PromptBundleError(
                 f"{label} is not frozen: freeze it first (`citewise prompts freeze {label}`, or "
                 "evaluate it, which freezes it) so the baseline has a fixed identity"
             )
@@ -448,7 +452,7 @@ class BundleRegistry:
         if current == label and (entry.hash if entry else self.shipped().hash) == bundle.hash:
             return bundle  # already the baseline
         if not confirm:
-            raise BundleError(
+            raise PromptBundleError(
                 f"promoting {label} replaces the baseline {current} for every new question; "
                 f"review `citewise prompts diff {current} {label}` and add --yes to confirm"
             )
@@ -474,7 +478,7 @@ class BundleRegistry:
         history = self.history()
         if not history.stack:
             shipped = self.shipped()
-            raise BundleError(
+            raise PromptBundleError(
                 f"nothing to roll back: the shipped baseline {shipped.id}@{shipped.version} "
                 "is active"
             )
@@ -485,7 +489,7 @@ class BundleRegistry:
         else:
             restored = self.get(previous.ref)
             if restored.hash != previous.hash:
-                raise BundleError(
+                raise PromptBundleError(
                     f"cannot roll back to {previous.ref}: its files changed since it was "
                     "promoted; promote another frozen bundle instead"
                 )
@@ -543,7 +547,7 @@ def diff_bundles(first: PromptBundle, second: PromptBundle) -> BundleDiff:
 
 def active_bundle(data: DataDir) -> PromptBundle:
     """The bundle the harness uses when none is named: the promoted baseline, else the
-    shipped one. Raises BundleError when the promoted one was changed or removed."""
+    shipped one. Raises PromptBundleError when the promoted one was changed or removed."""
     return BundleRegistry.of(data).active()
 
 
@@ -555,11 +559,11 @@ def _read_manifest(path: Path) -> BundleManifest:
     try:
         raw = file.read_bytes()
     except OSError as exc:
-        raise BundleError(f"{file}: cannot read ({exc.strerror or exc})") from None
+        raise PromptBundleError(f"{file}: cannot read ({exc.strerror or exc})") from None
     try:
         return _manifest_decoder.decode(raw)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise BundleError(f"{file}: {exc}") from None
+        raise PromptBundleError(f"{file}: {exc}") from None
 
 
 def _write_manifest(path: Path, manifest: BundleManifest) -> None:
@@ -573,7 +577,7 @@ def _write_manifest(path: Path, manifest: BundleManifest) -> None:
 def _inside(path: Path, file: str) -> Path:
     target = (path / file).resolve()
     if path.resolve() not in target.parents:
-        raise BundleError(f"{path / MANIFEST}: template {file!r} lies outside the bundle")
+        raise PromptBundleError(f"{path / MANIFEST}: template {file!r} lies outside the bundle")
     return target
 
 
@@ -584,5 +588,5 @@ def _content_hash(path: Path, manifest: BundleManifest) -> str:
         try:
             blobs[name] = target.read_bytes()
         except OSError as exc:
-            raise BundleError(f"{target}: cannot read ({exc.strerror or exc})") from None
+            raise PromptBundleError(f"{target}: cannot read ({exc.strerror or exc})") from None
     return bundle_hash(manifest, blobs)

@@ -5,7 +5,14 @@ Nothing in this package runs a long-lived task (actors/trace_writer.py does) and
 ever stores an API key or, in metadata mode, a document's text, a prompt or an answer.
 """
 
-from engine.trace.bundle import BundleError, BundleReport, write_bundle, zip_contains
+from engine.errors import (
+    ArtifactUnavailable,
+    DiagnosticBundleError,
+    OtlpExportError,
+    TraceNotFound,
+    TraceStoreError,
+)
+from engine.trace.bundle import BundleReport, write_bundle, zip_contains
 from engine.trace.manifest import (
     BEHAVIOUR_SETTINGS,
     RunManifest,
@@ -31,7 +38,7 @@ from engine.trace.model import (
     WriteOp,
     trace_id_for,
 )
-from engine.trace.otlp import OtlpExporter, OtlpExportError, exporter_from_environment
+from engine.trace.otlp import OtlpExporter, exporter_from_environment
 from engine.trace.recorder import (
     IngestEnded,
     IngestFailure,
@@ -61,14 +68,7 @@ from engine.trace.replay import (
     snapshot_of,
     summarize_reruns,
 )
-from engine.trace.store import (
-    ArtifactUnavailable,
-    PruneReport,
-    TraceNotFound,
-    TraceRecord,
-    TraceStore,
-    TraceStoreError,
-)
+from engine.trace.store import PruneReport, TraceRecord, TraceStore
 
 __all__ = [
     "BEHAVIOUR_SETTINGS",
@@ -77,8 +77,8 @@ __all__ = [
     "TRACE_FORMAT",
     "ArtifactRef",
     "ArtifactUnavailable",
-    "BundleError",
     "BundleReport",
+    "DiagnosticBundleError",
     "EvidenceReplay",
     "IngestEnded",
     "IngestFailure",

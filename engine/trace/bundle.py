@@ -13,16 +13,13 @@ from pathlib import Path
 
 import msgspec
 
-from engine.trace.store import ArtifactUnavailable, TraceStore
+from engine.errors import ArtifactUnavailable, DiagnosticBundleError
+from engine.trace.store import TraceStore
 from index.fsutil import replace_with_retry
 
 BUNDLE_FORMAT = 1
 MIN_SECRET_CHARS = 8  # shorter strings are no API key, and scanning for them means nothing
 REDACTED = b"[REDACTED]"
-
-
-class BundleError(Exception):
-    """The bundle could not be made safely; the message says why."""
 
 
 class BundleReport(msgspec.Struct, kw_only=True):
@@ -103,7 +100,9 @@ def write_bundle(
                 redactions += found
                 zf.writestr(name, clean)
         if not _clean(tmp, keys):
-            raise BundleError("a key was still found in the bundle after redaction; it was deleted")
+            raise DiagnosticBundleError(
+                "a key was still found in the bundle after redaction; it was deleted"
+            )
         replace_with_retry(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)

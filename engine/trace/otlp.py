@@ -13,16 +13,13 @@ from urllib.parse import unquote
 
 import httpx
 
+from engine.errors import OtlpExportError
 from engine.trace.model import Span, SpanStatus
 
 TRACES_PATH = "/v1/traces"
 _STATUS_CODES: dict[SpanStatus, int] = {"unset": 0, "ok": 1, "error": 2}
 _SPAN_KIND_INTERNAL = 1
 _SPAN_KIND_CLIENT = 3  # a call out of the process: the model, the embedding service
-
-
-class OtlpExportError(Exception):
-    """The collector did not take the spans; the message names the endpoint, not the headers."""
 
 
 def _nanos(seconds: float) -> str:

@@ -21,6 +21,10 @@ from typing import Any
 import msgspec
 
 from engine.crashpoints import crash_point
+
+# Still imported from here by engine/trace/replay.py.
+from engine.errors import ArtifactUnavailable as ArtifactUnavailable
+from engine.errors import TraceNotFound, TraceStoreError
 from engine.trace.model import (
     ArtifactPut,
     DropsAdd,
@@ -118,18 +122,6 @@ _SUMMARY_SQL = (
 
 _span_decoder = msgspec.json.Decoder(Span)
 _encode = msgspec.json.Encoder().encode
-
-
-class TraceStoreError(Exception):
-    """The trace store cannot be used; the message says why and what to do."""
-
-
-class TraceNotFound(TraceStoreError):
-    pass
-
-
-class ArtifactUnavailable(TraceStoreError):
-    """An artifact that was never stored (metadata mode), was removed, or is damaged."""
 
 
 class TraceRecord(msgspec.Struct, kw_only=True):

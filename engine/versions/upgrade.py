@@ -24,6 +24,13 @@ import msgspec
 
 from engine.clock import utc_timestamp
 from engine.crashpoints import crash_point
+
+# Still imported from here by web/upgrade_page.py.
+from engine.errors import DataTooNew as DataTooNew
+from engine.errors import NoUpgradePath, StampDamaged, UpgradeFailed, UpgradeUnfinished
+
+# Still imported from here by cli/, web/.
+from engine.errors import UpgradeError as UpgradeError
 from engine.paths import DataDir, long_path
 from engine.versions.formats import LEGACY_VERSION, STAMP_FORMAT, current_versions
 from engine.writer_lock import writer_lock
@@ -43,34 +50,6 @@ _IMMUTABLE = ("cache/documents/", "traces/artifacts/")
 
 State = Literal["new", "current", "older", "newer"]
 StepHook = Callable[[str, str], None]  # (step, "before" | "after"); may raise to stop
-
-
-class UpgradeError(Exception):
-    """Base of every upgrade problem; the message says what happened and what to do."""
-
-
-class DataTooNew(UpgradeError):
-    """The data directory was written by a newer Citewise; it is never touched."""
-
-
-class NoUpgradePath(UpgradeError):
-    """An older format this build cannot migrate (the compatibility check failed)."""
-
-
-class StampDamaged(UpgradeError):
-    pass
-
-
-class UpgradeFailed(UpgradeError):
-    """A step failed before the switch: the old data is active and untouched."""
-
-    def __init__(self, step: str, message: str) -> None:
-        super().__init__(message)
-        self.step = step
-
-
-class UpgradeUnfinished(UpgradeError):
-    """The switch committed but moving the new files in stopped; the next start finishes it."""
 
 
 class SwitchPlan(msgspec.Struct, frozen=True, kw_only=True):

@@ -14,8 +14,9 @@ import pytest
 
 from actors.ingest import format_of
 from actors.parse_pool import Chunking, Finished, ParsePool, PrioritySlots
-from engine.chunker import ChunkError, chunk_document
+from engine.chunker import chunk_document
 from engine.config import parse_config
+from engine.errors import ChunkError
 from engine.parsing import PARSER_VERSIONS, ParseError, ParseLimits, parse_file
 from engine.tokens import TokenCounter
 from index.fsutil import file_sha256

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from actors.spending import LEDGER_DIR, Spending, SpendingCapReached, SpendingLedger
-from engine.config import ChatSettings, ConfigError, Price, load_config, parse_config
+from engine.config import ChatSettings, Price, load_config, parse_config
+from engine.errors import ConfigError
 from tests.corpus import REPO, make_app, run_import
 from tests.servers.chat_server import ChatServer, Text, Usage
 

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from engine.errors import PromptBundleError
 from engine.paths import DataDir
-from engine.prompts.bundle import BundleError, load_baseline
+from engine.prompts.bundle import load_baseline
 from engine.prompts.registry import (
     RELEASE_DIR,
     BundleRegistry,
@@ -70,7 +71,7 @@ def test_a_draft_can_be_edited_but_a_frozen_bundle_refuses_edits(registry: Bundl
     frozen = registry.freeze(ref)
     assert frozen.manifest.hash == frozen.hash == edited.hash
     assert registry.freeze(ref).hash == frozen.hash  # freezing again changes nothing
-    with pytest.raises(BundleError, match="is frozen"):
+    with pytest.raises(PromptBundleError, match="is frozen"):
         registry.write_template(ref, "question", "Other: {question}\n")
     assert registry.get(ref).render_question("x") == "Q: x\n"
 
@@ -80,7 +81,7 @@ def test_a_frozen_bundle_edited_on_disk_is_refused_and_new_makes_the_next_versio
 ) -> None:
     first = registry.freeze(f"{registry.new('baseline').id}@1")
     _edit(registry, "baseline-exp@1", "system", "\nBe brief.\n")
-    with pytest.raises(BundleError, match=r"modified after freezing.*prompts new --from"):
+    with pytest.raises(PromptBundleError, match=r"modified after freezing.*prompts new --from"):
         registry.get("baseline-exp@1")
     assert registry.info("baseline-exp@1").status == "modified"
     following = registry.new("baseline-exp@1")
@@ -88,7 +89,7 @@ def test_a_frozen_bundle_edited_on_disk_is_refused_and_new_makes_the_next_versio
     assert following.templates["system"].endswith("\nBe brief.\n")
     assert following.hash != first.hash and following.manifest.hash == ""
     assert registry.get("baseline-exp").version == "2"  # a bare id means the highest version
-    with pytest.raises(BundleError, match="modified after freezing"):
+    with pytest.raises(PromptBundleError, match="modified after freezing"):
         registry.get("baseline-exp@1")  # the old version stays refused, never re-frozen
 
 
@@ -98,10 +99,10 @@ def test_promote_needs_a_frozen_bundle_and_an_explicit_confirmation(
     data = DataDir(tmp_path / "data")
     shipped = load_baseline()
     draft = registry.new("baseline")
-    with pytest.raises(BundleError, match="not frozen"):
+    with pytest.raises(PromptBundleError, match="not frozen"):
         registry.promote("baseline-exp@1", confirm=True)
     registry.freeze("baseline-exp@1")
-    with pytest.raises(BundleError, match="add --yes"):
+    with pytest.raises(PromptBundleError, match="add --yes"):
         registry.promote("baseline-exp@1", confirm=False)
     assert active_bundle(data).hash == shipped.hash
     assert not registry.history_file.exists()
@@ -128,7 +129,7 @@ def test_rollback_returns_to_each_previous_baseline_in_turn(registry: BundleRegi
     assert registry.active().hash == one.hash
     assert registry.rollback().hash == shipped.hash
     assert registry.active().source == "release"
-    with pytest.raises(BundleError, match="nothing to roll back"):
+    with pytest.raises(PromptBundleError, match="nothing to roll back"):
         registry.rollback()
     actions = [e.action for e in registry.history().events]
     assert actions == ["promote", "promote", "rollback", "rollback"]
@@ -140,7 +141,7 @@ def test_a_promoted_baseline_edited_afterwards_is_refused_not_silently_replaced(
     registry.freeze(f"{registry.new('baseline').id}@1")
     registry.promote("baseline-exp@1", confirm=True)
     _edit(registry, "baseline-exp@1", "finalization", "\nextra\n")
-    with pytest.raises(BundleError, match=r"promoted baseline baseline-exp@1.*rollback"):
+    with pytest.raises(PromptBundleError, match=r"promoted baseline baseline-exp@1.*rollback"):
         registry.active()
     assert registry.rollback().source == "release"
 
@@ -149,9 +150,9 @@ def test_the_shipped_baseline_is_never_written(registry: BundleRegistry) -> None
     before = _tree_digest(RELEASE_DIR)
     registry.new("baseline")
     assert registry.freeze("baseline").hash == load_baseline().hash
-    with pytest.raises(BundleError, match="read-only"):
+    with pytest.raises(PromptBundleError, match="read-only"):
         registry.write_template("baseline", "system", "{tools}{collection_status}")
-    with pytest.raises(BundleError, match="id of a shipped bundle"):
+    with pytest.raises(PromptBundleError, match="id of a shipped bundle"):
         registry.new("baseline-exp@1", ident="baseline")
     registry.freeze("baseline-exp@1")
     registry.promote("baseline-exp@1", confirm=True)
@@ -191,9 +192,9 @@ def test_list_reports_broken_folders_and_unknown_references_name_the_known_ones(
     infos = {i.ref: i for i in registry.list()}
     assert infos["mine@1"].status == "broken" and "manifest.json" in infos["mine@1"].problem
     assert infos["baseline@1.0.0"].active
-    with pytest.raises(BundleError, match=r"no prompt bundle 'nope'.*baseline-exp@1"):
+    with pytest.raises(PromptBundleError, match=r"no prompt bundle 'nope'.*baseline-exp@1"):
         registry.get("nope")
-    with pytest.raises(BundleError, match="not a bundle reference"):
+    with pytest.raises(PromptBundleError, match="not a bundle reference"):
         registry.get("../escape")
 
 

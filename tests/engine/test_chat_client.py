@@ -31,8 +31,9 @@ from engine.chat import (
     billed_tokens,
     cost_of,
 )
-from engine.chat.sse import ServerSentEvent, SSEDecoder, SSEError
+from engine.chat.sse import ServerSentEvent, SSEDecoder
 from engine.config import Price
+from engine.errors import SSEError
 from engine.network import MAX_RETRY_AFTER_S
 from tests.servers.chat_server import (
     ChatServer,

@@ -13,13 +13,8 @@ import msgspec
 import pytest
 
 import engine.tokens.counter as tokens_module
-from engine.chunker import (
-    CHUNKER_VERSION,
-    FIRST_SENTENCE_MAX_CHARS,
-    ChunkError,
-    chunk_document,
-    sentence_ends,
-)
+from engine.chunker import CHUNKER_VERSION, FIRST_SENTENCE_MAX_CHARS, chunk_document, sentence_ends
+from engine.errors import ChunkError
 from engine.parsing.model import PATH_SEPARATOR, Paragraph, ParsedDocument, ParsedSection
 from engine.tokens import TokenCounter
 from index.records import DocumentRecord

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import Config, ConfigError, dump_config, load_config, parse_config
+from engine.config import Config, dump_config, load_config, parse_config
+from engine.errors import ConfigError
 
 
 def test_defaults_match_the_spec() -> None:

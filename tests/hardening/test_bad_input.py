@@ -25,8 +25,9 @@ from hypothesis import strategies as st
 from nicegui.testing import User
 
 from cli.commands import main as citewise
-from engine.config import Config, ConfigError, load_config, parse_config
-from engine.paths import InvalidCollectionName, check_collection_name
+from engine.config import Config, load_config, parse_config
+from engine.errors import ConfigError, InvalidCollectionName
+from engine.paths import check_collection_name
 from tests.corpus import REPO, make_app, run_import
 from tests.servers.chat_server import ChatServer, Text
 from tests.web.conftest import (  # noqa: F401  (fixtures used by the ask-page tests)

@@ -330,7 +330,7 @@ def test_a_truncated_manifest_is_damaged_not_missing(
     build(tmp_path / "s", documents[:1], vectors[:1])
     path = tmp_path / "s" / MANIFEST
     path.write_bytes(path.read_bytes()[:40])
-    with pytest.raises(ManifestDamaged, match="manifest.json is corrupt"):
+    with pytest.raises(ManifestDamaged, match=r"manifest\.json is corrupt"):
         read_manifest(tmp_path / "s")
     with pytest.raises(ManifestDamaged):
         Snapshot.open(tmp_path / "s")

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from actors.backup import backups, restore_backup
+from engine.errors import UpgradeError
 from engine.versions.formats import current_versions
-from engine.versions.upgrade import UpgradeError, inspect
+from engine.versions.upgrade import inspect
 from tests.upgrade.formats_v2 import CURRENT_V2, make_v1_home, tree, upgrade_v2
 
 ROOT = Path(__file__).resolve().parents[2]

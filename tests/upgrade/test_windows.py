@@ -13,8 +13,9 @@ import keyring
 import keyring.backend
 import pytest
 
+from engine.errors import SecretTooLong
 from engine.paths import data_home, long_path
-from engine.secrets import MAX_SECRET_BYTES, SecretTooLong, set_key
+from engine.secrets import MAX_SECRET_BYTES, set_key
 from index.fsutil import atomic_write, replace_with_retry
 from tests.upgrade.formats_v2 import make_v1_home, tree, upgrade_v2
 from tests.upgrade.test_upgrade import assert_new_data_complete
