@@ -15,15 +15,13 @@ import anyio.to_thread
 import msgspec
 
 from actors.app import App, AppError
-from actors.conversations import (
-    ConversationError,
-    ConversationStore,
-    ConversationTurn,
-)
+from actors.conversations import ConversationStore, ConversationTurn
+from actors.errors import ConversationError
 from actors.harness import open_request
 from actors.spending import spending_for
-from engine.chat import ChatClient, ChatError
+from engine.chat import ChatClient
 from engine.clock import utc_timestamp
+from engine.errors import ChatError, PromptBundleError
 from engine.harness import (
     Budgets,
     Counters,
@@ -35,7 +33,7 @@ from engine.harness import (
     RequestFinished,
     ToolCallOutcome,
 )
-from engine.prompts.bundle import BundleError, PromptBundle
+from engine.prompts.bundle import PromptBundle
 from engine.prompts.registry import active_bundle
 from engine.secrets import ENV_NAMES, get_key
 from engine.tools import TOOL_CONTRACT_VERSION, ToolContext, render_tools, run_tool
@@ -87,7 +85,7 @@ def _active_bundle(app: App) -> PromptBundle:
     """The promoted baseline, else the shipped one; a tampered promoted bundle is refused."""
     try:
         return active_bundle(app.data)
-    except BundleError as exc:
+    except PromptBundleError as exc:
         raise AppError(str(exc)) from None
 
 

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import msgspec
 
+from engine.errors import UpgradeError
 from engine.paths import DataDir
 from engine.versions import app_version
 from engine.versions.formats import current_versions
 from engine.versions.upgrade import (
     BACKUP_INFO,
     BackupInfo,
-    UpgradeError,
     backups_dir,
     copy_data,
     inspect,

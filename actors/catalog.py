@@ -21,13 +21,16 @@ from pathlib import Path
 
 import msgspec
 
+# Still imported from here by actors/app.py, actors/ui_service.py and cli/.
+from actors.errors import CatalogError as CatalogError
 from engine.clock import utc_timestamp
 from engine.crashpoints import crash_point
 from engine.paths import DataDir
 from engine.versions.formats import POINTER_FORMAT
+from index.errors import SnapshotError
 from index.fsutil import atomic_write, fsync_dir, replace_with_retry
 from index.records import SnapshotManifest
-from index.snapshot import Snapshot, SnapshotError
+from index.snapshot import Snapshot
 
 if sys.platform != "win32":
     import fcntl
@@ -37,10 +40,6 @@ class ActivePointer(msgspec.Struct, frozen=True):
     snapshot_id: str
     format_version: int = POINTER_FORMAT
     activated_at: str = ""
-
-
-class CatalogError(Exception):
-    """A catalog operation that cannot be done; the message says why and what to do."""
 
 
 @dataclass

@@ -15,16 +15,13 @@ from pathlib import Path
 
 import msgspec
 
+from actors.errors import ConversationError
 from engine.crashpoints import crash_point
 from engine.harness import EarlierTurn, TerminationReason
 from engine.paths import DataDir, check_collection_name
 from engine.versions.formats import CONVERSATION_FORMAT
 
 _ID = re.compile(r"^c[0-9]{8}-[0-9]{6}-[0-9a-f]{6}$")
-
-
-class ConversationError(Exception):
-    """An unknown or malformed conversation id; the message says what to use."""
 
 
 class ConversationTurn(msgspec.Struct, frozen=True, kw_only=True):

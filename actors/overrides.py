@@ -11,19 +11,18 @@ from collections.abc import Iterable, Sequence
 
 import msgspec
 
+from actors.errors import OverrideError as OverrideError
 from engine.paths import DataDir
 from index.fsutil import atomic_write
 from index.records import DocumentRecord
+
+# Still imported from here by actors/app.py.
 
 OVERRIDES_FILE = "overrides.json"
 OVERRIDES_FORMAT = 1
 MAX_TITLE_CHARS = 300
 MAX_ALIASES = 32
 MAX_ALIAS_CHARS = 200
-
-
-class OverrideError(ValueError):
-    """An edit that cannot be kept; the message says what is allowed."""
 
 
 class DocumentOverride(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):

@@ -23,7 +23,8 @@ import anyio
 import anyio.to_process
 import anyio.to_thread
 
-from engine.chunker import ChunkError, chunk_document
+from engine.chunker import chunk_document
+from engine.errors import ChunkError
 from engine.gc_pause import gc_paused
 from engine.parsing import (
     ParsedDocument,

@@ -19,6 +19,7 @@ import msgspec
 
 from actors.app import App, AppError
 from engine.config import ChatSettings
+from engine.errors import EXIT_FAILURE, UserError
 
 LEDGER_DIR = "spending"
 LEDGER_FORMAT = 1
@@ -51,8 +52,13 @@ class SpendingTotals(msgspec.Struct, frozen=True, kw_only=True):
     other_currencies: tuple[str, ...] = ()  # entries in another currency, not in the sums
 
 
-class SpendingCapReached(AppError):
+# Defined here, not in actors/errors.py, while AppError (its base for every front end that
+# catches AppError) lives in actors/app.py, which actors/errors.py cannot import.
+class SpendingCapReached(AppError, UserError):
     """A new request would start past a spending cap. Carries the figures for the UI text."""
+
+    exit_code = EXIT_FAILURE  # the request was refused: a failure, not a usage error
+    message_key = "spend.cap_reached"
 
     def __init__(self, period: Period, spent: float, cap: float, currency: str) -> None:
         self.period = period

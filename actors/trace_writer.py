@@ -18,11 +18,12 @@ import anyio.to_thread
 import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from engine.errors import OtlpExportError, TraceStoreError
 from engine.harness import EVENT_DECODER, Event
 from engine.trace.model import DropsAdd, Span, TraceMode, WriteOp, trace_id_for
-from engine.trace.otlp import OtlpExporter, OtlpExportError
+from engine.trace.otlp import OtlpExporter
 from engine.trace.recorder import IngestEnded, IngestRecorder, IngestSample, RequestRecorder
-from engine.trace.store import TraceStore, TraceStoreError
+from engine.trace.store import TraceStore
 
 # Items waiting for the writer. A request makes ~10 events per turn, so this holds dozens of
 # requests; it only fills when the store stalls, and then submit() drops instead of waiting.

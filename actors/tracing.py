@@ -21,23 +21,26 @@ import msgspec
 
 from actors.app import App, AppError
 from actors.asking import OnEvent, chat_client, deps_for
-from actors.catalog import CatalogError
 from actors.conversations import ConversationStore
+from actors.errors import CatalogError
 from actors.harness import open_request
 from actors.ingest import ImportProgress, ImportResult
 from actors.spending import spending_for
 from actors.trace_writer import TraceWriter, open_trace_writer
 from engine.chat import ChatClient
 from engine.config import Config, dump_config
+from engine.errors import (
+    DiagnosticBundleError,
+    InvalidCollectionName,
+    PromptBundleError,
+    TraceStoreError,
+)
 from engine.harness import Budgets, EarlierTurn, Event, Limits, Request, run_manifest
-from engine.paths import InvalidCollectionName
-from engine.prompts.bundle import BundleError as PromptBundleError
 from engine.prompts.bundle import PromptBundle
 from engine.prompts.registry import BundleRegistry, active_bundle
 from engine.secrets import ENV_NAMES, get_key
 from engine.tools import ToolContext, ToolOutcome, run_tool
 from engine.trace import (
-    BundleError,
     BundleReport,
     EvidenceReplay,
     IngestEnded,
@@ -49,7 +52,6 @@ from engine.trace import (
     TraceKind,
     TraceRecord,
     TraceStore,
-    TraceStoreError,
     TraceSummary,
     evidence_replay,
     exporter_from_environment,
@@ -450,7 +452,7 @@ async def bundle(app: App, trace_id: str, dest: Path | None = None) -> BundleRep
                     secrets=key_values(),
                     trace_json=msgspec.json.encode(trace_document(record)),
                 )
-            except (BundleError, OSError) as exc:
+            except (DiagnosticBundleError, OSError) as exc:
                 raise AppError(f"the diagnostic bundle could not be written: {exc}") from None
 
     return await anyio.to_thread.run_sync(make)

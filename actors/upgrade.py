@@ -18,9 +18,11 @@ import msgspec
 from actors.backup import finish_restore
 from actors.catalog import ActivePointer
 from actors.conversations import ConversationTurn
+from actors.errors import UpgradeRequired as UpgradeRequired
 from actors.journal import Job
 from engine.config import load_config
 from engine.embedding.cache import CACHE_FORMAT
+from engine.errors import DataTooNew, WriterBusy
 from engine.paths import DataDir
 from engine.trace.store import DB_NAME, SCHEMA_VERSION, TraceStore
 from engine.versions import app_version
@@ -29,7 +31,6 @@ from engine.versions.upgrade import (
     BackupEstimate,
     Change,
     Check,
-    DataTooNew,
     DataView,
     Inspection,
     Migration,
@@ -43,8 +44,10 @@ from engine.versions.upgrade import (
     recover,
     write_stamp,
 )
-from engine.writer_lock import WriterBusy, writer_lock
+from engine.writer_lock import writer_lock
 from index.snapshot import Snapshot, verify_snapshot
+
+# Still imported from here by cli/ and web/.
 
 # This build's migrations. None yet: every format is still at its first version. A format
 # whose version goes up gets its migration here, or `citewise upgrade` refuses (NoUpgradePath).
@@ -54,10 +57,6 @@ MIGRATIONS: tuple[Migration, ...] = ()
 ANY_FORMAT = frozenset({"version", "upgrade", "backup"})
 # Commands that only read and may run, with a notice, on data that needs an upgrade.
 READ_ONLY = frozenset({"status"})
-
-
-class UpgradeRequired(Exception):
-    """The data was written by an older Citewise; the message says to run the upgrade."""
 
 
 @dataclass(frozen=True)

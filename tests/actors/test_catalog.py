@@ -7,7 +7,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from actors.catalog import Catalog, CatalogError
+from actors.catalog import Catalog
+from actors.errors import CatalogError
 from engine.paths import DataDir
 from tests.actors.test_ingest import imported, notes
 from tests.corpus import make_app

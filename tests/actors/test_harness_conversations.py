@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from actors.conversations import ConversationError, ConversationStore, ConversationTurn
+from actors.conversations import ConversationStore, ConversationTurn
+from actors.errors import ConversationError
 from engine.harness import EarlierTurn
 from engine.paths import DataDir
 

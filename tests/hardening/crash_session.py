@@ -30,8 +30,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from actors.catalog import Catalog, CatalogError
+from actors.catalog import Catalog
 from actors.conversations import ConversationStore
+from actors.errors import CatalogError
 from actors.journal import Journal
 from engine.crashpoints import AT_ENV, LOG_ENV
 from engine.paths import DataDir

@@ -10,19 +10,11 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from actors.upgrade import UpgradeRequired, explain_upgrade, open_data, run_upgrade
+from actors.errors import UpgradeRequired
+from actors.upgrade import explain_upgrade, open_data, run_upgrade
+from engine.errors import DataTooNew, NoUpgradePath, UpgradeFailed, UpgradeUnfinished
 from engine.versions.formats import current_versions, registry
-from engine.versions.upgrade import (
-    STEPS,
-    DataTooNew,
-    NoUpgradePath,
-    UpgradeFailed,
-    UpgradeUnfinished,
-    inspect,
-    list_backups,
-    read_stamp,
-    recover,
-)
+from engine.versions.upgrade import STEPS, inspect, list_backups, read_stamp, recover
 from tests.upgrade.formats_v2 import (
     CURRENT_V2,
     MIGRATIONS_V2,
