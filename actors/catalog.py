@@ -23,11 +23,12 @@ import msgspec
 
 # Still imported from here by actors/app.py, actors/ui_service.py and cli/.
 from actors.errors import CatalogError as CatalogError
+from actors.errors import SnapshotDamaged
 from engine.clock import utc_timestamp
 from engine.crashpoints import crash_point
 from engine.paths import DataDir
 from engine.versions.formats import POINTER_FORMAT
-from index.errors import SnapshotError
+from index.errors import ManifestDamaged, SnapshotError
 from index.fsutil import atomic_write, fsync_dir, replace_with_retry
 from index.records import SnapshotManifest
 from index.snapshot import Snapshot
@@ -107,21 +108,36 @@ class Catalog:
 
     # -- manifests ---------------------------------------------------------------------------
     def manifest(self, snapshot_id: str) -> SnapshotManifest | None:
-        path = self.snapshot_path(snapshot_id) / "manifest.json"
+        """The snapshot's manifest; None when there is no such snapshot (or it is a build that
+        never committed), SnapshotDamaged when its manifest is there but unreadable."""
+        return self._manifest(snapshot_id, active=False)
+
+    def _manifest(self, snapshot_id: str, *, active: bool) -> SnapshotManifest | None:
+        directory = self.snapshot_path(snapshot_id)
         try:
-            return msgspec.json.decode(path.read_bytes(), type=SnapshotManifest)
+            raw = (directory / "manifest.json").read_bytes()
         except (FileNotFoundError, NotADirectoryError):
             return None
-        except msgspec.DecodeError:
-            return None
+        except OSError as exc:
+            problem = f"{directory}: cannot read manifest.json: {exc.strerror or exc}"
+            raise SnapshotDamaged(self.collection, snapshot_id, problem, active) from None
+        try:
+            return msgspec.json.decode(raw, type=SnapshotManifest)
+        except msgspec.DecodeError as exc:
+            problem = f"{directory}: manifest.json is corrupt: {exc}"
+            raise SnapshotDamaged(self.collection, snapshot_id, problem, active) from None
 
     def list(self) -> list[SnapshotManifest]:
-        """Every snapshot with a committed manifest, oldest first."""
+        """Every snapshot with a readable committed manifest, oldest first. A damaged one is
+        left out, so that the list still offers the snapshots a person can activate instead."""
         if not self.snapshots_dir.is_dir():
             return []
         out = []
         for entry in sorted(self.snapshots_dir.iterdir()):
-            m = self.manifest(entry.name)
+            try:
+                m = self.manifest(entry.name)
+            except SnapshotDamaged:
+                continue
             if m is not None:
                 out.append(m)
         return out
@@ -151,8 +167,10 @@ class Catalog:
             ) from None
 
     def active_manifest(self) -> SnapshotManifest | None:
+        """The active snapshot's manifest, None when no snapshot is active; SnapshotDamaged
+        when the pointer names a snapshot whose manifest cannot be read."""
         sid = self.active_id()
-        return None if sid is None else self.manifest(sid)
+        return None if sid is None else self._manifest(sid, active=True)
 
     def activate(self, snapshot_id: str) -> SnapshotManifest:
         """Make a usable snapshot the active one (also how a rollback is done)."""
@@ -177,11 +195,18 @@ class Catalog:
     @contextlib.contextmanager
     def pinned(self, snapshot_id: str) -> Iterator[Snapshot]:
         """Open a snapshot and keep it from being deleted until the block exits."""
+        with self._pinned(snapshot_id, active=False) as snap:
+            yield snap
+
+    @contextlib.contextmanager
+    def _pinned(self, snapshot_id: str, *, active: bool) -> Iterator[Snapshot]:
         path = self.snapshot_path(snapshot_id)
         self._pin(path)
         try:
             try:
                 snap = Snapshot.open(path)
+            except ManifestDamaged as exc:
+                raise SnapshotDamaged(self.collection, snapshot_id, str(exc), active) from None
             except SnapshotError as exc:
                 raise CatalogError(f"snapshot {snapshot_id} cannot be opened: {exc}") from None
             try:
@@ -197,7 +222,7 @@ class Catalog:
         if sid is None:
             yield None
             return
-        with self.pinned(sid) as snap:
+        with self._pinned(sid, active=True) as snap:
             yield snap
 
     def _pin_file(self, path: Path) -> Path:

@@ -17,6 +17,31 @@ class CatalogError(UserError):
     message_key = "error.catalog"
 
 
+class SnapshotDamaged(CatalogError):
+    """A snapshot whose manifest.json is there but cannot be read or decoded.
+
+    Never read as "no snapshot": the message names the file and says how to repair it.
+    """
+
+    message_key = "error.snapshot_damaged"
+
+    def __init__(self, collection: str, snapshot_id: str, problem: str, active: bool) -> None:
+        self.collection = collection
+        self.snapshot_id = snapshot_id
+        self.problem = problem
+        self.active = active
+        which = "the active snapshot" if active else "snapshot"
+        super().__init__(
+            f"{which} {snapshot_id} of collection {collection!r} is damaged ({problem}); "
+            "activate an earlier one (`citewise snapshots list`, then "
+            "`citewise snapshots activate ID`), or, if none is listed, delete the collection "
+            f"(`citewise collections delete {collection} --yes`) and import the documents again"
+        )
+
+    def __reduce__(self) -> tuple[type[SnapshotDamaged], tuple[str, str, str, bool]]:
+        return (type(self), (self.collection, self.snapshot_id, self.problem, self.active))
+
+
 class ConversationError(UserError):
     """An unknown or malformed conversation id; the message says what to use."""
 

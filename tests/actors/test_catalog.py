@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 from actors.catalog import Catalog
-from actors.errors import CatalogError
+from actors.errors import CatalogError, SnapshotDamaged
 from engine.paths import DataDir
 from tests.actors.test_ingest import imported, notes
 from tests.corpus import make_app
@@ -46,6 +46,53 @@ async def test_a_damaged_pointer_is_reported_with_the_way_out(tmp_path: Path) ->
     catalog.pointer.write_bytes(b"\x00garbage")
     with pytest.raises(CatalogError, match="snapshots activate"):
         catalog.active_id()
+
+
+async def test_a_damaged_active_manifest_is_reported_with_the_way_out_not_as_no_snapshot(
+    tmp_path: Path,
+) -> None:
+    folder = notes(tmp_path / "n", **{"a.md": "# A\n\nversion one\n"})
+    root = tmp_path / "home"
+    first = await imported(make_app(root), folder)
+    (folder / "a.md").write_text("# A\n\nversion two\n", encoding="utf-8")
+    second = await imported(make_app(root), folder)
+    catalog = Catalog(DataDir(root), "default")
+    damaged = catalog.snapshot_path(second.snapshot_id) / "manifest.json"  # type: ignore[attr-defined]
+    damaged.write_bytes(damaged.read_bytes()[:25])  # a manifest cut off mid-write
+    with pytest.raises(SnapshotDamaged, match="snapshots activate") as caught:
+        catalog.active_manifest()
+    assert isinstance(caught.value, CatalogError)  # every front end already shows those
+    assert caught.value.snapshot_id == second.snapshot_id  # type: ignore[attr-defined]
+    assert "active snapshot" in str(caught.value) and "manifest.json is corrupt" in str(
+        caught.value
+    )
+    with pytest.raises(SnapshotDamaged, match="import the documents again"), catalog.pin_active():
+        pass
+    app = make_app(root)
+    try:
+        with pytest.raises(SnapshotDamaged, match="is damaged"):
+            app.status()
+    finally:
+        await app.aclose()
+    # The way out the message names: the list still offers the earlier snapshot.
+    assert [m.snapshot_id for m in catalog.list()] == [first.snapshot_id]  # type: ignore[attr-defined]
+    catalog.activate(first.snapshot_id)  # type: ignore[attr-defined]
+    manifest = catalog.active_manifest()
+    assert manifest is not None and manifest.snapshot_id == first.snapshot_id  # type: ignore[attr-defined]
+
+
+async def test_a_damaged_manifest_is_not_a_missing_snapshot(tmp_path: Path) -> None:
+    folder = notes(tmp_path / "n", **{"a.md": "# A\n\nversion one\n"})
+    root = tmp_path / "home"
+    first = await imported(make_app(root), folder)
+    sid = first.snapshot_id  # type: ignore[attr-defined]
+    catalog = Catalog(DataDir(root), "default")
+    (catalog.snapshot_path(sid) / "manifest.json").write_bytes(b"")
+    with pytest.raises(SnapshotDamaged, match=f"snapshot {sid} of collection 'default'"):
+        catalog.manifest(sid)
+    with pytest.raises(SnapshotDamaged, match="is damaged"):
+        catalog.activate(sid)
+    assert catalog.manifest("s-never-built") is None
 
 
 async def test_pinned_reader_keeps_answering_while_newer_snapshots_replace_and_gc_its_own(
