@@ -20,15 +20,16 @@ if TYPE_CHECKING:  # the same names, for type checkers
     from actors.app_state import DEFAULT_COLLECTION
     from actors.asking import AskResult
     from actors.backup import backups, create_backup, restore_backup
-    from actors.catalog import CatalogError, GcReport
+    from actors.catalog import GcReport
     from actors.conversations import ConversationSummary, ConversationTurn
     from actors.document_edit import EditResult
+    from actors.errors import CatalogError, UpgradeRequired
     from actors.ingest import ImportProgress, ImportResult
     from actors.jobs import AskRun, ImportJob, JobState
     from actors.source_view import SOURCE_RADIUS, SourceBlock, SourceView
     from actors.spending import SpendingCapReached, SpendingTotals
     from actors.trace_writer import WriterHealth
-    from actors.upgrade import UpgradeRequired, explain_upgrade, open_data, run_upgrade
+    from actors.upgrade import explain_upgrade, open_data, run_upgrade
     from actors.views import (
         ActiveSnapshotInfo,
         DocumentView,
@@ -38,7 +39,14 @@ if TYPE_CHECKING:  # the same names, for type checkers
         SnapshotView,
         StatusReport,
     )
-    from engine.config import Config, ConfigError
+    from engine.config import Config
+    from engine.errors import (
+        ConfigError,
+        DataTooNew,
+        InvalidCollectionName,
+        UpgradeError,
+        WriterBusy,
+    )
     from engine.harness import (
         AdmissionDecided,
         AnswerDelta,
@@ -58,7 +66,7 @@ if TYPE_CHECKING:  # the same names, for type checkers
         TurnStarted,
     )
     from engine.keycheck import KeyCheck
-    from engine.paths import InvalidCollectionName, data_home
+    from engine.paths import data_home
     from engine.prompts.registry import BundleDiff, BundleInfo
     from engine.redaction import install as install_redaction
     from engine.redaction import redact
@@ -72,8 +80,7 @@ if TYPE_CHECKING:  # the same names, for type checkers
     )
     from engine.versions import app_version
     from engine.versions.updates import VersionReport, check_for_updates, install_folder
-    from engine.versions.upgrade import BackupInfo, DataTooNew, UpgradeError
-    from engine.writer_lock import WriterBusy
+    from engine.versions.upgrade import BackupInfo
 
 # public name -> (module, name there)
 _EXPORTS: dict[str, tuple[str, str]] = {
@@ -84,7 +91,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "backups": ("actors.backup", "backups"),
     "create_backup": ("actors.backup", "create_backup"),
     "restore_backup": ("actors.backup", "restore_backup"),
-    "CatalogError": ("actors.catalog", "CatalogError"),
+    "CatalogError": ("actors.errors", "CatalogError"),
     "GcReport": ("actors.catalog", "GcReport"),
     "ConversationSummary": ("actors.conversations", "ConversationSummary"),
     "ConversationTurn": ("actors.conversations", "ConversationTurn"),
@@ -96,7 +103,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "SpendingCapReached": ("actors.spending", "SpendingCapReached"),
     "SpendingTotals": ("actors.spending", "SpendingTotals"),
     "WriterHealth": ("actors.trace_writer", "WriterHealth"),
-    "UpgradeRequired": ("actors.upgrade", "UpgradeRequired"),
+    "UpgradeRequired": ("actors.errors", "UpgradeRequired"),
     "open_data": ("actors.upgrade", "open_data"),
     "run_upgrade": ("actors.upgrade", "run_upgrade"),
     "explain_upgrade": ("actors.upgrade", "explain_upgrade"),
@@ -113,7 +120,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
         )
     },
     "Config": ("engine.config", "Config"),
-    "ConfigError": ("engine.config", "ConfigError"),
+    "ConfigError": ("engine.errors", "ConfigError"),
     **{
         n: ("engine.harness", n)
         for n in (
@@ -137,7 +144,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     },
     "app_version": ("engine.versions", "app_version"),
     "KeyCheck": ("engine.keycheck", "KeyCheck"),
-    "InvalidCollectionName": ("engine.paths", "InvalidCollectionName"),
+    "InvalidCollectionName": ("engine.errors", "InvalidCollectionName"),
     "data_home": ("engine.paths", "data_home"),
     "BundleDiff": ("engine.prompts.registry", "BundleDiff"),
     "BundleInfo": ("engine.prompts.registry", "BundleInfo"),
@@ -158,9 +165,9 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "VersionReport": ("engine.versions.updates", "VersionReport"),
     "install_folder": ("engine.versions.updates", "install_folder"),
     "check_for_updates": ("engine.versions.updates", "check_for_updates"),
-    "DataTooNew": ("engine.versions.upgrade", "DataTooNew"),
-    "UpgradeError": ("engine.versions.upgrade", "UpgradeError"),
-    "WriterBusy": ("engine.writer_lock", "WriterBusy"),
+    "DataTooNew": ("engine.errors", "DataTooNew"),
+    "UpgradeError": ("engine.errors", "UpgradeError"),
+    "WriterBusy": ("engine.errors", "WriterBusy"),
 }
 
 __all__ = [  # the public surface; tests/test_exports.py keeps it equal to _EXPORTS

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import msgspec
 
-# Still imported from here by actors/app.py, actors/ui_service.py and cli/.
+# Still imported from here by actors/app.py and cli/evaluate.py.
 from actors.errors import CatalogError as CatalogError
 from actors.errors import SnapshotDamaged
 from engine.clock import utc_timestamp

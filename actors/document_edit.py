@@ -11,14 +11,14 @@ from __future__ import annotations
 import msgspec
 
 from actors.catalog import Catalog
+
+# Still imported from here by actors/app.py.
 from actors.errors import DocumentEditError as DocumentEditError
 from actors.ingest import record_from_snapshot
 from actors.overrides import DocumentOverride, Overrides
 from engine.clock import utc_timestamp
 from index.records import BuildStats, DocumentRecord
 from index.snapshot import Snapshot, build_snapshot
-
-# Still imported from here by actors/app.py.
 
 
 class EditResult(msgspec.Struct, frozen=True, kw_only=True):

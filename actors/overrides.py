@@ -11,12 +11,11 @@ from collections.abc import Iterable, Sequence
 
 import msgspec
 
+# Still imported from here by actors/app.py.
 from actors.errors import OverrideError as OverrideError
 from engine.paths import DataDir
 from index.fsutil import atomic_write
 from index.records import DocumentRecord
-
-# Still imported from here by actors/app.py.
 
 OVERRIDES_FILE = "overrides.json"
 OVERRIDES_FORMAT = 1

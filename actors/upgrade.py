@@ -18,7 +18,7 @@ import msgspec
 from actors.backup import finish_restore
 from actors.catalog import ActivePointer
 from actors.conversations import ConversationTurn
-from actors.errors import UpgradeRequired as UpgradeRequired
+from actors.errors import UpgradeRequired
 from actors.journal import Job
 from engine.config import load_config
 from engine.embedding.cache import CACHE_FORMAT
@@ -46,8 +46,6 @@ from engine.versions.upgrade import (
 )
 from engine.writer_lock import writer_lock
 from index.snapshot import Snapshot, verify_snapshot
-
-# Still imported from here by cli/ and web/.
 
 # This build's migrations. None yet: every format is still at its first version. A format
 # whose version goes up gets its migration here, or `citewise upgrade` refuses (NoUpgradePath).

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-# Still imported from here by cli/, actors/ui_service.py, actors/settings.py.
+# Still imported from here by actors/app.py, actors/settings.py and cli/upgrade.py.
 from engine.errors import ConfigError as ConfigError
 
 CONFIG_FORMAT: Literal[1] = 1

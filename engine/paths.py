@@ -24,7 +24,7 @@ import platformdirs
 import platformdirs.api
 import platformdirs.windows
 
-# Still imported from here by cli/, actors/ui_service.py.
+# Still imported from here by actors/app.py.
 from engine.errors import InvalidCollectionName as InvalidCollectionName
 
 APP_NAME = "Citewise"

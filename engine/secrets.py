@@ -14,7 +14,7 @@ import keyring.errors
 
 from engine import redaction
 
-# Still imported from here by cli/ask.py, actors/ui_service.py.
+# Still imported from here by actors/app.py and cli/ask.py.
 from engine.errors import SecretStoreUnavailable as SecretStoreUnavailable
 from engine.errors import SecretTooLong
 

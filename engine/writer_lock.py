@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import filelock
 
-# Still imported from here by cli/, web/, bench/, actors/ui_service.py.
+# Still imported from here by actors/app.py and cli/upgrade.py.
 from engine.errors import WriterBusy as WriterBusy
 from engine.paths import DataDir
 

@@ -32,7 +32,7 @@ _HASH = re.compile(r"^[0-9a-f]{64}$")
 
 BundleSource = Literal["release", "local"]
 
-# The old name, still imported from here by cli/evaluate.py and actors/ui_service.py.
+# The old name, still imported from here by actors/app.py and cli/evaluate.py.
 BundleError = PromptBundleError
 
 

@@ -24,12 +24,15 @@ import msgspec
 
 from engine.clock import utc_timestamp
 from engine.crashpoints import crash_point
+from engine.errors import (
+    DataTooNew,
+    NoUpgradePath,
+    StampDamaged,
+    UpgradeFailed,
+    UpgradeUnfinished,
+)
 
-# Still imported from here by web/upgrade_page.py.
-from engine.errors import DataTooNew as DataTooNew
-from engine.errors import NoUpgradePath, StampDamaged, UpgradeFailed, UpgradeUnfinished
-
-# Still imported from here by cli/, web/.
+# Still imported from here by cli/upgrade.py.
 from engine.errors import UpgradeError as UpgradeError
 from engine.paths import DataDir, long_path
 from engine.versions.formats import LEGACY_VERSION, STAMP_FORMAT, current_versions
