@@ -16,19 +16,22 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the same names, for type checkers
-    from actors.app import USER_ERRORS, App, AppError
+    from actors.app import USER_ERRORS, App
     from actors.app_state import DEFAULT_COLLECTION
     from actors.asking import AskResult
     from actors.backup import backups, create_backup, restore_backup
     from actors.catalog import GcReport
     from actors.conversations import ConversationSummary, ConversationTurn
     from actors.document_edit import EditResult
-    from actors.errors import CatalogError, UpgradeRequired
+    from actors.errors import AppError, CatalogError, SpendingCapReached, UpgradeRequired
+    from actors.evaluation import INFRASTRUCTURE_REASONS, run_eval
     from actors.ingest import ImportProgress, ImportResult
     from actors.jobs import AskRun, ImportJob, JobState
+    from actors.settings import settings_at
     from actors.source_view import SOURCE_RADIUS, SourceBlock, SourceView
-    from actors.spending import SpendingCapReached, SpendingTotals
+    from actors.spending import SpendingTotals
     from actors.trace_writer import WriterHealth
+    from actors.tracing import trace_document
     from actors.upgrade import explain_upgrade, open_data, run_upgrade
     from actors.views import (
         ActiveSnapshotInfo,
@@ -44,10 +47,15 @@ if TYPE_CHECKING:  # the same names, for type checkers
         ConfigError,
         DataTooNew,
         InvalidCollectionName,
+        PromptBundleError,
+        SecretStoreUnavailable,
         UpgradeError,
+        UserError,
         WriterBusy,
     )
+    from engine.evaluation import AnswerCheck, EvalResult, GoldItem, RunRecord
     from engine.harness import (
+        ANSWERED,
         AdmissionDecided,
         AnswerDelta,
         AnswerRetracted,
@@ -67,24 +75,32 @@ if TYPE_CHECKING:  # the same names, for type checkers
     )
     from engine.keycheck import KeyCheck
     from engine.paths import data_home
-    from engine.prompts.registry import BundleDiff, BundleInfo
+    from engine.prompts.bundle import PromptBundle
+    from engine.prompts.registry import BundleDiff, BundleInfo, BundleRegistry
     from engine.redaction import install as install_redaction
     from engine.redaction import redact
     from engine.secrets import ENV_NAMES, KeyName
     from engine.trace import (
         EvidenceReplay,
         RetrievalReplay,
+        RunOutcome,
         TraceRecord,
         TraceSummary,
+        render_evidence,
+        render_list,
+        render_rerun,
+        render_retrieval,
+        render_trace,
         trace_id_for,
     )
     from engine.versions import app_version
     from engine.versions.updates import VersionReport, check_for_updates, install_folder
-    from engine.versions.upgrade import BackupInfo
+    from engine.versions.upgrade import BackupInfo, Inspection
 
 # public name -> (module, name there)
 _EXPORTS: dict[str, tuple[str, str]] = {
-    **{n: ("actors.app", n) for n in ("USER_ERRORS", "App", "AppError")},
+    **{n: ("actors.app", n) for n in ("USER_ERRORS", "App")},
+    "AppError": ("actors.errors", "AppError"),
     "DEFAULT_COLLECTION": ("actors.app_state", "DEFAULT_COLLECTION"),
     "AskResult": ("actors.asking", "AskResult"),
     "BackupInfo": ("engine.versions.upgrade", "BackupInfo"),
@@ -100,7 +116,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "ImportResult": ("actors.ingest", "ImportResult"),
     **{n: ("actors.jobs", n) for n in ("AskRun", "ImportJob", "JobState")},
     **{n: ("actors.source_view", n) for n in ("SOURCE_RADIUS", "SourceBlock", "SourceView")},
-    "SpendingCapReached": ("actors.spending", "SpendingCapReached"),
+    "SpendingCapReached": ("actors.errors", "SpendingCapReached"),
     "SpendingTotals": ("actors.spending", "SpendingTotals"),
     "WriterHealth": ("actors.trace_writer", "WriterHealth"),
     "UpgradeRequired": ("actors.errors", "UpgradeRequired"),
@@ -168,15 +184,40 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "DataTooNew": ("engine.errors", "DataTooNew"),
     "UpgradeError": ("engine.errors", "UpgradeError"),
     "WriterBusy": ("engine.errors", "WriterBusy"),
+    "UserError": ("engine.errors", "UserError"),
+    "SecretStoreUnavailable": ("engine.errors", "SecretStoreUnavailable"),
+    "PromptBundleError": ("engine.errors", "PromptBundleError"),
+    "Inspection": ("engine.versions.upgrade", "Inspection"),
+    "settings_at": ("actors.settings", "settings_at"),
+    "ANSWERED": ("engine.harness", "ANSWERED"),
+    **{n: ("actors.evaluation", n) for n in ("INFRASTRUCTURE_REASONS", "run_eval")},
+    **{n: ("engine.evaluation", n) for n in ("AnswerCheck", "EvalResult", "GoldItem", "RunRecord")},
+    "BundleRegistry": ("engine.prompts.registry", "BundleRegistry"),
+    "PromptBundle": ("engine.prompts.bundle", "PromptBundle"),
+    "trace_document": ("actors.tracing", "trace_document"),
+    **{
+        n: ("engine.trace", n)
+        for n in (
+            "RunOutcome",
+            "render_evidence",
+            "render_list",
+            "render_rerun",
+            "render_retrieval",
+            "render_trace",
+        )
+    },
 }
 
 __all__ = [  # the public surface; tests/test_exports.py keeps it equal to _EXPORTS
+    "ANSWERED",
     "DEFAULT_COLLECTION",
     "ENV_NAMES",
+    "INFRASTRUCTURE_REASONS",
     "SOURCE_RADIUS",
     "USER_ERRORS",
     "ActiveSnapshotInfo",
     "AdmissionDecided",
+    "AnswerCheck",
     "AnswerDelta",
     "AnswerRetracted",
     "App",
@@ -187,6 +228,7 @@ __all__ = [  # the public surface; tests/test_exports.py keeps it equal to _EXPO
     "Budgets",
     "BundleDiff",
     "BundleInfo",
+    "BundleRegistry",
     "CatalogError",
     "Citation",
     "Config",
@@ -197,15 +239,18 @@ __all__ = [  # the public surface; tests/test_exports.py keeps it equal to _EXPO
     "DataTooNew",
     "DocumentView",
     "EditResult",
+    "EvalResult",
     "Event",
     "Evidence",
     "EvidenceReplay",
     "FailedView",
     "Finalizing",
     "GcReport",
+    "GoldItem",
     "ImportJob",
     "ImportProgress",
     "ImportResult",
+    "Inspection",
     "InvalidCollectionName",
     "JobState",
     "KeyCheck",
@@ -214,9 +259,14 @@ __all__ = [  # the public surface; tests/test_exports.py keeps it equal to _EXPO
     "MarkerNumbers",
     "ModelCallFinished",
     "OutlineEntry",
+    "PromptBundle",
+    "PromptBundleError",
     "ProtocolErrorSeen",
     "RequestFinished",
     "RetrievalReplay",
+    "RunOutcome",
+    "RunRecord",
+    "SecretStoreUnavailable",
     "SnapshotView",
     "SourceBlock",
     "SourceView",
@@ -230,6 +280,7 @@ __all__ = [  # the public surface; tests/test_exports.py keeps it equal to _EXPO
     "TurnStarted",
     "UpgradeError",
     "UpgradeRequired",
+    "UserError",
     "VersionReport",
     "WriterBusy",
     "WriterHealth",
@@ -243,8 +294,16 @@ __all__ = [  # the public surface; tests/test_exports.py keeps it equal to _EXPO
     "install_redaction",
     "open_data",
     "redact",
+    "render_evidence",
+    "render_list",
+    "render_rerun",
+    "render_retrieval",
+    "render_trace",
     "restore_backup",
+    "run_eval",
     "run_upgrade",
+    "settings_at",
+    "trace_document",
     "trace_id_for",
 ]
 

@@ -14,7 +14,7 @@ import os
 import re
 import secrets
 import shutil
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,12 +24,13 @@ import anyio.to_thread
 import msgspec
 
 from actors.app_state import DEFAULT_COLLECTION, AppState
-from actors.catalog import Catalog, CatalogError, GcReport
-from actors.document_edit import DocumentEditError, EditResult, edit_document
+from actors.catalog import Catalog, GcReport
+from actors.document_edit import EditResult, edit_document
+from actors.errors import AppError, CatalogError, DocumentEditError, OverrideError
 from actors.ingest import ImportProgress, ImportResult, Ingest, PauseGate
 from actors.journal import Journal
 from actors.origins import Origins, origins_of
-from actors.overrides import DocumentOverride, OverrideError, Overrides, clean_edit
+from actors.overrides import DocumentOverride, Overrides, clean_edit
 from actors.parse_pool import ParsePool
 from actors.settings import (
     effective_settings,
@@ -54,10 +55,11 @@ from actors.views import (
 from engine.config import Config, ConfigError, load_config
 from engine.embedding import EmbeddingCache, EmbeddingProvider
 from engine.embedding.providers import provider_for
+from engine.errors import UserError
 from engine.harness import Budgets, Citation, Evidence, MarkerNumbers
 from engine.harness.citations import cited, resolve
 from engine.keycheck import KeyCheck, check_chat_key, check_embedding
-from engine.paths import DataDir, InvalidCollectionName, check_collection_name, data_home
+from engine.paths import DataDir, check_collection_name, data_home
 from engine.prompts.bundle import BundleError
 from engine.prompts.registry import BundleDiff, BundleInfo, BundleRegistry
 from engine.secrets import (
@@ -71,7 +73,7 @@ from engine.secrets import (
 )
 from engine.tokens import TokenCounter
 from engine.tools import ToolContext, ToolOutcome, UnknownTool, run_tool
-from engine.writer_lock import WriterBusy, writer_active, writer_lock
+from engine.writer_lock import writer_active, writer_lock
 from index.records import SnapshotManifest
 from index.snapshot import VerifyResult, verify_snapshot
 
@@ -81,7 +83,15 @@ if TYPE_CHECKING:
     from actors.source_view import SourceReader, SourceView
     from actors.spending import SpendingTotals
     from actors.trace_writer import TraceWriter, WriterHealth
-    from engine.trace import EvidenceReplay, RetrievalReplay, TraceRecord, TraceSummary
+    from engine.trace import (
+        BundleReport,
+        EvidenceReplay,
+        RerunReport,
+        RetrievalReplay,
+        RunOutcome,
+        TraceRecord,
+        TraceSummary,
+    )
 
 # Parse workers start this long after the app does: late enough not to slow the first page
 # down, early enough to be up before a person has picked files to import.
@@ -90,18 +100,8 @@ PARSE_WARM_DELAY_S = 3.0
 _UPLOAD_NAME = re.compile(r"[^\w.\- ()\[\]]+")
 
 
-class AppError(Exception):
-    """A command that cannot be carried out; the message says what to do."""
-
-
-# Errors a person can act on; anything else is a bug and is shown as such.
-USER_ERRORS: tuple[type[Exception], ...] = (
-    AppError,
-    CatalogError,
-    ConfigError,
-    InvalidCollectionName,
-    WriterBusy,
-)
+# Errors a person can act on (each says what to do); anything else is a bug, shown as such.
+USER_ERRORS: tuple[type[Exception], ...] = (UserError,)
 
 
 class App:
@@ -293,9 +293,11 @@ class App:
     def keyring_available(self) -> bool:
         return keyring_available()
 
-    def store_key(self, name: KeyName, value: str) -> KeyStored:
+    def store_key(self, name: KeyName, value: str, *, session_fallback: bool = True) -> KeyStored:
         """Keep a key: in the OS credential store, or where there is none, in this process's
-        memory only (never on disk), so that this session works and the user is told so."""
+        memory only (never on disk), so that this session works and the user is told so.
+        Without `session_fallback` (a one-off command) a missing store raises
+        SecretStoreUnavailable instead."""
         value = value.strip()
         if not value:
             raise AppError("the key is empty: paste it, then save")
@@ -303,6 +305,8 @@ class App:
             set_key(name, value)
             return KeyStored("keyring", mask(value))
         except SecretStoreUnavailable:
+            if not session_fallback:
+                raise
             os.environ[ENV_NAMES[name]] = value
             return KeyStored("session", mask(value))
 
@@ -718,11 +722,12 @@ class App:
         return spending_for(self).totals()
 
     # -- traces ------------------------------------------------------------------------------
-    def traces(self, limit: int = 100) -> list[TraceSummary]:
-        """The latest request traces, newest first (none yet is an empty list)."""
+    def traces(self, limit: int = 100, **filters: Any) -> list[TraceSummary]:
+        """The latest traces, newest first (none yet is an empty list); `filters` are
+        actors.tracing.list_traces' (kind, status, termination_reason, since_days, min_cost)."""
         from actors.tracing import list_traces
 
-        return list_traces(self, limit=limit)
+        return list_traces(self, limit=limit, **filters)
 
     def trace(self, trace_id: str) -> TraceRecord:
         from actors.tracing import get_trace
@@ -741,7 +746,29 @@ class App:
 
         return await retrieval(self, trace_id)
 
+    async def rerun_trace(
+        self,
+        trace_id: str,
+        runs: int,
+        on_run: Callable[[int, RunOutcome], Awaitable[None]] | None = None,
+    ) -> RerunReport:
+        """The traced request run `runs` times again on its snapshot, each run traced too."""
+        from actors.tracing import rerun, trace_writer
+
+        async with trace_writer(self) as writer:
+            return await rerun(self, trace_id, runs, writer=writer, on_run=on_run)
+
+    async def bundle_trace(self, trace_id: str, dest: Path | None = None) -> BundleReport:
+        """Write a trace's diagnostic bundle (a zip checked free of every key)."""
+        from actors.tracing import bundle
+
+        return await bundle(self, trace_id, dest)
+
     # -- prompt bundles ----------------------------------------------------------------------
+    def prompt_registry(self) -> BundleRegistry:
+        """The shipped and local prompt bundles, for `citewise prompts` (it reads small files)."""
+        return BundleRegistry.of(self.data)
+
     def bundles(self) -> list[BundleInfo]:
         """Every prompt bundle (shipped first); `active` marks the one new questions use."""
         with _bundle_errors():

@@ -14,9 +14,9 @@ from typing import Any
 import anyio.to_thread
 import msgspec
 
-from actors.app import App, AppError
+from actors.app import App
 from actors.conversations import ConversationStore, ConversationTurn
-from actors.errors import ConversationError
+from actors.errors import AppError, ConversationError
 from actors.harness import open_request
 from actors.spending import spending_for
 from engine.chat import ChatClient

@@ -7,7 +7,16 @@ says the CLI exit code and the key of the UI's translated text. Errors of the la
 
 from __future__ import annotations
 
-from engine.errors import EXIT_USAGE, UserError
+from typing import Literal
+
+from engine.errors import EXIT_FAILURE, EXIT_USAGE, UserError
+
+
+class AppError(UserError):
+    """A command of the App that cannot be carried out; the message says what to do."""
+
+    exit_code = EXIT_USAGE
+    message_key = "error.app"
 
 
 class CatalogError(UserError):
@@ -68,3 +77,26 @@ class UpgradeRequired(UserError):
 
     exit_code = EXIT_USAGE
     message_key = "error.upgrade_required"
+
+
+Period = Literal["day", "month"]
+
+
+class SpendingCapReached(AppError):
+    """A new request would start past a spending cap. Carries the figures for the UI text."""
+
+    exit_code = EXIT_FAILURE  # the request was refused: a failure, not a usage error
+    message_key = "spend.cap_reached"
+
+    def __init__(self, period: Period, spent: float, cap: float, currency: str) -> None:
+        self.period = period
+        self.spent = spent
+        self.cap = cap
+        self.currency = currency
+        when, key = ("today", "daily_cap") if period == "day" else ("this month", "monthly_cap")
+        super().__init__(
+            f"the {'daily' if period == 'day' else 'monthly'} spending cap is reached: "
+            f"{spent:.4f} {currency} spent {when}, cap {cap:g} {currency}. No request was sent. "
+            f"Raise or clear chat.{key} in Settings (or config.toml), or wait until "
+            f"{'tomorrow' if period == 'day' else 'next month'}"
+        )

@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 
 from engine.config import Config, ConfigError, dump_config, load_config, parse_config
+from engine.paths import DataDir
 from index.fsutil import atomic_write
 
 
@@ -63,3 +64,8 @@ def write_settings(path: Path, settings: Config) -> None:
 def effective_settings(settings: Config) -> Config:
     """`settings` with the environment's overrides applied."""
     return parse_config(msgspec.to_builtins(settings))
+
+
+def settings_at(home: Path) -> Config:
+    """The effective settings of the data directory `home`, read without creating anything."""
+    return load_config(DataDir(home).config_file)

@@ -15,7 +15,8 @@ import anyio
 import anyio.to_thread
 import msgspec
 
-from actors.app import App, AppError
+from actors.app import App
+from actors.errors import AppError
 from actors.origins import Origins
 from index.fsutil import file_sha256
 from index.snapshot import Snapshot

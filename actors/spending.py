@@ -13,18 +13,19 @@ import datetime as dt
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING
 
 import msgspec
 
-from actors.app import App, AppError
+from actors.errors import SpendingCapReached
 from engine.config import ChatSettings
-from engine.errors import EXIT_FAILURE, UserError
+
+if TYPE_CHECKING:
+    from actors.app import App
 
 LEDGER_DIR = "spending"
 LEDGER_FORMAT = 1
 
-Period = Literal["day", "month"]
 Clock = Callable[[], dt.datetime]
 
 
@@ -50,28 +51,6 @@ class SpendingTotals(msgspec.Struct, frozen=True, kw_only=True):
     daily_cap: float  # 0 = no cap
     monthly_cap: float
     other_currencies: tuple[str, ...] = ()  # entries in another currency, not in the sums
-
-
-# Defined here, not in actors/errors.py, while AppError (its base for every front end that
-# catches AppError) lives in actors/app.py, which actors/errors.py cannot import.
-class SpendingCapReached(AppError, UserError):
-    """A new request would start past a spending cap. Carries the figures for the UI text."""
-
-    exit_code = EXIT_FAILURE  # the request was refused: a failure, not a usage error
-    message_key = "spend.cap_reached"
-
-    def __init__(self, period: Period, spent: float, cap: float, currency: str) -> None:
-        self.period = period
-        self.spent = spent
-        self.cap = cap
-        self.currency = currency
-        when, key = ("today", "daily_cap") if period == "day" else ("this month", "monthly_cap")
-        super().__init__(
-            f"the {'daily' if period == 'day' else 'monthly'} spending cap is reached: "
-            f"{spent:.4f} {currency} spent {when}, cap {cap:g} {currency}. No request was sent. "
-            f"Raise or clear chat.{key} in Settings (or config.toml), or wait until "
-            f"{'tomorrow' if period == 'day' else 'next month'}"
-        )
 
 
 _entry_decoder = msgspec.json.Decoder(SpendEntry)

@@ -19,10 +19,10 @@ from uuid import uuid4
 import anyio.to_thread
 import msgspec
 
-from actors.app import App, AppError
+from actors.app import App
 from actors.asking import OnEvent, chat_client, deps_for
 from actors.conversations import ConversationStore
-from actors.errors import CatalogError
+from actors.errors import AppError, CatalogError
 from actors.harness import open_request
 from actors.ingest import ImportProgress, ImportResult
 from actors.spending import spending_for

@@ -97,7 +97,7 @@ async def _measure(
     root: Path, clean: Path, attacked: Path, gold: Path, hostile: list[Path], key: str
 ) -> dict[str, Any]:
     from actors.asking import ask
-    from cli.evaluate import run_eval
+    from actors.evaluation import run_eval
     from engine.chat import ChatClient
     from engine.harness import WHITELIST, Budgets, ProtocolErrorSeen, ToolCallFinished, detect
     from tests.corpus import make_app

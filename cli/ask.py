@@ -15,24 +15,28 @@ from typing import Any
 import anyio.to_thread
 from rich.markup import escape
 
-from actors import App, AppError, AskResult
-from cli.output import EXIT_FAIL, EXIT_OK, emit_json, err
-from engine.harness import (
+from actors import (
     ANSWERED,
+    ENV_NAMES,
     AnswerDelta,
     AnswerRetracted,
+    App,
+    AppError,
+    AskResult,
     Citation,
     ConversationTrimmed,
     Event,
     Evidence,
     Finalizing,
+    KeyName,
     MarkerNumbers,
     ModelCallFinished,
     ProtocolErrorSeen,
+    SecretStoreUnavailable,
     ToolCallFinished,
     ToolCallStarted,
 )
-from engine.secrets import ENV_NAMES, KeyName, SecretStoreUnavailable, get_key, mask, set_key
+from cli.output import EXIT_FAIL, EXIT_OK, emit_json, err
 
 
 class _AnswerPrinter:
@@ -167,7 +171,7 @@ async def cmd_keys(app: App, args: argparse.Namespace) -> int:
     action = args.action or "status"
     names: list[KeyName] = [args.name] if args.name else ["deepseek", "embedding"]
     if action == "status":
-        status = {n: {"set": get_key(n) is not None, "shown_as": mask(get_key(n))} for n in names}
+        status = {n: {"set": app.key_is_set(n), "shown_as": app.key_shown(n)} for n in names}
         if args.json:
             emit_json(status)
         else:
@@ -181,7 +185,9 @@ async def cmd_keys(app: App, args: argparse.Namespace) -> int:
         if not key:
             raise AppError("no key was given (paste it, then press Enter)")
         try:
-            await anyio.to_thread.run_sync(set_key, args.name, key)
+            stored = await anyio.to_thread.run_sync(
+                lambda: app.store_key(args.name, key, session_fallback=False)
+            )
         except SecretStoreUnavailable as exc:
             if args.json:
                 emit_json({"stored": False, "message": str(exc), "env": ENV_NAMES[args.name]})
@@ -189,9 +195,9 @@ async def cmd_keys(app: App, args: argparse.Namespace) -> int:
                 err.print(f"[yellow]{escape(str(exc))}[/]")
             return EXIT_FAIL
         if args.json:
-            emit_json({"stored": True, "key": args.name, "shown_as": mask(key)})
+            emit_json({"stored": True, "key": args.name, "shown_as": stored.shown_as})
         else:
-            print(f"{args.name} key stored in the system credential store ({mask(key)})")
+            print(f"{args.name} key stored in the system credential store ({stored.shown_as})")
         return EXIT_OK
     if action == "test":
         return await _test_keys(app, names, as_json=args.json)
@@ -199,16 +205,9 @@ async def cmd_keys(app: App, args: argparse.Namespace) -> int:
 
 
 async def _test_keys(app: App, names: list[KeyName], *, as_json: bool) -> int:
-    from engine.keycheck import check_chat_key, check_embedding
-
-    c = app.config
     results: dict[str, Any] = {}
     for name in names:
-        key = await anyio.to_thread.run_sync(get_key, name)
-        if name == "deepseek":
-            results[name] = await check_chat_key(c.chat, c.network, key)
-        else:
-            results[name] = await check_embedding(c.embedding, c.network, key)
+        results[name] = await app.test_key(name)
     ok = all(r.ok for r in results.values())
     if as_json:
         emit_json(results)

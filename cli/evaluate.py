@@ -7,62 +7,29 @@ stdout (progress goes to stderr). It never promotes without --yes or writes into
 from __future__ import annotations
 
 import argparse
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
-import msgspec
 from rich.table import Table
 
-from actors.app import App, AppError
-from actors.asking import chat_client, deps_for
-from actors.catalog import CatalogError
-from actors.harness import open_request
-from actors.spending import spending_for
-from actors.trace_writer import TraceWriter
-from actors.tracing import trace_writer
-from cli.output import EXIT_FAIL, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, emit_json, err, out
-from engine.chat import ChatClient
-from engine.clock import utc_timestamp
-from engine.evaluation import (
-    MAX_RUNS,
+from actors import (
+    INFRASTRUCTURE_REASONS,
     AnswerCheck,
-    AnswerSummary,
-    BundleRef,
-    CompareResult,
-    EvalManifest,
+    App,
+    AppError,
+    BundleInfo,
+    BundleRegistry,
     EvalResult,
-    GoldError,
     GoldItem,
-    GoldRef,
-    GoldSet,
+    PromptBundle,
+    PromptBundleError,
     RunRecord,
-    RunRecorder,
-    SnapshotRef,
-    compare_answers,
-    earlier_manifests,
-    evaluate_answers,
-    evaluate_retrieval,
-    invalidations,
-    load_gold,
-    new_eval_id,
-    write_report,
+    run_eval,
 )
-from engine.harness import PROTOCOL_VERSION, Request
-from engine.prompts.bundle import BundleError, PromptBundle
-from engine.prompts.registry import BundleInfo, BundleRegistry
-from engine.tools import RETRIEVAL_VERSION, TOOL_CONTRACT_VERSION, ToolContext
-from engine.trace import app_build, behaviour_settings
-from engine.versions import app_version
-from index.snapshot import Snapshot
+from cli.output import EXIT_FAIL, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, emit_json, err, out
 
-EVALS_DIR = "evals"  # DATA/evals/<eval id>/ unless --out names another folder
 PROMPT_ACTIONS = ("list", "show", "new", "diff", "freeze", "promote", "rollback")
-# Runs that ended for reasons outside the answer checks: the evaluation is partial.
-_INFRASTRUCTURE = frozenset(
-    {"model_error", "internal_error", "cancelled", "collection_unavailable"}
-)
 
 
 def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -94,9 +61,7 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
         "--retrieval-only", action="store_true", help="only the model-free retrieval metrics"
     )
     p.add_argument("--compare", nargs=2, metavar=("A", "B"), help="two bundles side by side")
-    p.add_argument(
-        "--out", type=Path, metavar="DIR", help=f"results folder (default DATA/{EVALS_DIR})"
-    )
+    p.add_argument("--out", type=Path, metavar="DIR", help="results folder (default DATA/evals)")
     p.set_defaults(func=cmd_eval)
 
 
@@ -123,10 +88,10 @@ def _bundle_json(bundle: PromptBundle) -> dict[str, Any]:
 
 
 async def cmd_prompts(app: App, args: argparse.Namespace) -> int:
-    registry = BundleRegistry.of(app.data)
+    registry = app.prompt_registry()
     try:
         return await anyio.to_thread.run_sync(_prompts, registry, args)
-    except BundleError as exc:
+    except PromptBundleError as exc:
         raise AppError(str(exc)) from None
 
 
@@ -238,8 +203,6 @@ def _print_list(infos: list[BundleInfo]) -> None:
 
 # -- eval -------------------------------------------------------------------------------------
 
-OnRun = Callable[[GoldItem, RunRecord, AnswerCheck], Awaitable[None]]
-
 
 async def cmd_eval(app: App, args: argparse.Namespace) -> int:
     on_run = None if args.json else _progress
@@ -257,6 +220,7 @@ async def cmd_eval(app: App, args: argparse.Namespace) -> int:
     result = await run_eval(
         app,
         args.gold,
+        on_note=lambda note: err.print(f"[dim]{note}[/]"),
         collection=args.collection,
         bundles=bundles,
         snapshot_id=args.snapshot,
@@ -266,7 +230,7 @@ async def cmd_eval(app: App, args: argparse.Namespace) -> int:
     )
     code = EXIT_PARTIAL if result.status == "partial" else EXIT_OK
     checks = result.checks()
-    if checks and all(c.termination_reason in _INFRASTRUCTURE for c in checks):
+    if checks and all(c.termination_reason in INFRASTRUCTURE_REASONS for c in checks):
         code = EXIT_FAIL
     if args.json:
         emit_json(result)
@@ -314,213 +278,3 @@ def _print_result(result: EvalResult) -> None:
 
 def _share(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
-
-
-def _bundle_ref(bundle: PromptBundle) -> BundleRef:
-    return BundleRef(
-        id=bundle.id,
-        version=bundle.version,
-        hash=bundle.hash,
-        source=bundle.source,
-        parent=bundle.parent,
-    )
-
-
-def _bundles_for(
-    registry: BundleRegistry, refs: list[str], freeze: bool
-) -> tuple[list[PromptBundle], list[str]]:
-    """The bundles to ask with (the baseline when none is named); experiments are frozen
-    first when answers will run, so the figures belong to a fixed identity."""
-    notes: list[str] = []
-    if not refs:
-        return [registry.active()], notes
-    bundles: list[PromptBundle] = []
-    for ref in refs:
-        bundle = registry.get(ref)
-        if freeze and not bundle.manifest.hash:
-            bundle = registry.freeze(ref)
-            notes.append(
-                f"froze {bundle.id}@{bundle.version} (hash {bundle.hash[:12]}): a "
-                "bundle used for an evaluation cannot change afterwards"
-            )
-        bundles.append(bundle)
-    return bundles, notes
-
-
-async def run_eval(
-    app: App,
-    gold_path: Path,
-    *,
-    collection: str | None = None,
-    bundles: list[str] | None = None,
-    snapshot_id: str | None = None,
-    runs: int = 1,
-    out: Path | None = None,
-    chat: ChatClient | None = None,
-    on_run: OnRun | None = None,
-) -> EvalResult:
-    """Evaluate a gold set on one snapshot: retrieval always, answers `runs` times with each
-    bundle (runs=0: retrieval only; two bundles: a comparison). Writes the report files."""
-    if not 0 <= runs <= MAX_RUNS:
-        raise AppError(f"the number of runs must be between 1 and {MAX_RUNS}")
-    refs = bundles or []
-    if len(refs) > 2:
-        raise AppError("at most two bundles can be compared")
-    try:
-        gold = await anyio.to_thread.run_sync(load_gold, gold_path)
-    except GoldError as exc:
-        raise AppError(str(exc)) from None
-    catalog = app.catalog(collection)
-    sid = snapshot_id or catalog.active_id()
-    if sid is None:
-        raise AppError(
-            f"collection {catalog.collection!r} has no usable snapshot to evaluate; import the "
-            "documents first (`citewise import PATH`)"
-        )
-    if catalog.manifest(sid) is None:
-        raise AppError(f"there is no snapshot {sid!r} in collection {catalog.collection!r}")
-    client = (chat or chat_client(app)) if runs > 0 else None
-    registry = BundleRegistry.of(app.data)
-    warnings: list[str] = []
-    try:
-        chosen, notes = await anyio.to_thread.run_sync(_bundles_for, registry, refs, runs > 0)
-    except BundleError as exc:
-        if client is not None and chat is None:
-            await client.aclose()
-        if runs > 0 or refs:
-            raise AppError(str(exc)) from None
-        chosen, notes = [], []  # retrieval does not use the bundle: record none and say why
-        warnings.append(f"no bundle recorded: {exc}")
-    for note in notes:
-        err.print(f"[dim]{note}[/]")
-    eval_id = new_eval_id()
-    created = utc_timestamp()
-    try:
-        with catalog.pinned(sid) as snapshot:
-            ctx = ToolContext(snapshot=snapshot, embedder=app.embedder(), counter=app.counter())
-            retrieval = await evaluate_retrieval(ctx, gold)
-            summaries: list[AnswerSummary] = []
-            if client is not None:
-                async with trace_writer(app) as writer:
-                    for bundle in chosen:
-                        summaries.append(
-                            await _answers(
-                                app, snapshot, client, bundle, gold, runs, writer, on_run
-                            )
-                        )
-                    await writer.flush()  # so health() counts every event of this evaluation
-                    health = writer.health()
-                if health.dropped or not health.available:
-                    warnings.append(
-                        f"tracing lost {health.dropped} event(s)"
-                        + (f" ({health.last_error})" if health.last_error else "")
-                        + "; some report rows link to partial traces"
-                    )
-            manifest = _manifest(app, eval_id, created, gold, snapshot, chosen, runs)
-    except CatalogError as exc:
-        raise AppError(str(exc)) from None
-    finally:
-        if client is not None and chat is None:
-            await client.aclose()
-    missing = sorted({d for row in retrieval.rows for d in row.missing_documents})
-    if missing:
-        warnings.append(f"gold documents not in this snapshot: {', '.join(missing)}")
-    errors = [row.id for row in retrieval.rows if row.error]
-    if errors:
-        warnings.append(f"search_blocks failed for {', '.join(errors)} (see the rows)")
-    root = out if out is not None else app.data.root / EVALS_DIR
-    earlier = await anyio.to_thread.run_sync(earlier_manifests, root, eval_id)
-    invalid, valid = invalidations(manifest, earlier)
-    answers = summaries[0] if summaries else None
-    compare = None
-    if len(summaries) == 2:
-        compare = CompareResult(
-            comparison=compare_answers(summaries[0], summaries[1]), answers_b=summaries[1]
-        )
-    infrastructure = [
-        c
-        for s in summaries
-        for row in s.rows
-        for c in row.checks
-        if c.termination_reason in _INFRASTRUCTURE
-    ]
-    result = EvalResult(
-        retrieval=retrieval,
-        answers=answers,
-        runs=runs,
-        eval_id=eval_id,
-        status="partial" if infrastructure else "complete",
-        manifest=manifest,
-        compare=compare,
-        invalidates=tuple(invalid),
-        still_valid=tuple(valid),
-        warnings=tuple(warnings),
-    )
-    return await anyio.to_thread.run_sync(write_report, result, root / eval_id)
-
-
-async def _answers(
-    app: App,
-    snapshot: Snapshot,
-    client: ChatClient,
-    bundle: PromptBundle,
-    gold: GoldSet,
-    runs: int,
-    writer: TraceWriter | None,
-    on_run: OnRun | None,
-) -> AnswerSummary:
-    deps = deps_for(app, snapshot, client, bundle=bundle)
-
-    async def ask(item: GoldItem, run: int) -> RunRecord:
-        recorder = RunRecorder()
-        request = Request(question=item.question)
-        async with open_request(deps, request, spending=spending_for(app)) as running:
-            async for event in running.events:
-                if writer is not None:
-                    writer.submit(event)
-                recorder.add(event)
-            await running.wait()
-        return recorder.record(item.id, run)
-
-    summary, _ = await evaluate_answers(
-        gold,
-        snapshot,
-        ask,
-        runs=runs,
-        bundle=f"{bundle.id}@{bundle.version}",
-        bundle_hash=bundle.hash,
-        on_run=on_run,
-    )
-    return summary
-
-
-def _manifest(
-    app: App,
-    eval_id: str,
-    created: str,
-    gold: GoldSet,
-    snapshot: Snapshot,
-    bundles: list[PromptBundle],
-    runs: int,
-) -> EvalManifest:
-    m = snapshot.manifest
-    return EvalManifest(
-        eval_id=eval_id,
-        created_at=created,
-        app_version=app_version(),
-        app_build=app_build(),
-        gold=GoldRef(path=gold.path, sha256=gold.sha256, questions=len(gold.items)),
-        snapshot=SnapshotRef(
-            collection=m.collection, id=m.snapshot_id, content_hash=m.content_hash, status=m.status
-        ),
-        embedding=msgspec.to_builtins(m.embedding) if m.embedding else None,
-        retrieval_params=msgspec.to_builtins(m.retrieval) if m.retrieval else None,
-        retrieval_version=RETRIEVAL_VERSION,
-        tool_contract_version=TOOL_CONTRACT_VERSION,
-        protocol_version=PROTOCOL_VERSION,
-        bundles=tuple(_bundle_ref(b) for b in bundles),
-        chat={"base_url": app.config.chat.base_url, "model": app.config.chat.model},
-        settings=behaviour_settings(app.config),
-        runs=runs,
-        retrieval_only=runs == 0,
-    )

@@ -16,23 +16,12 @@ err = Console(stderr=True, highlight=False)
 out = Console(highlight=False, soft_wrap=True)
 
 
-def exit_codes() -> tuple[tuple[tuple[type[Exception], ...], int], ...]:
-    """The table: the first row whose types match an error decides its exit code. (A function:
-    `citewise serve` and `--version` import this module without loading the app.)"""
-    from actors import USER_ERRORS, SpendingCapReached, UpgradeError, UpgradeRequired
-
-    return (
-        ((SpendingCapReached,), EXIT_FAIL),  # the request was refused: a failure
-        ((*USER_ERRORS, UpgradeError, UpgradeRequired), EXIT_USAGE),
-    )
-
-
 def exit_code_for(exc: BaseException) -> int | None:
-    """The exit code of an error a person can act on; None for a bug."""
-    for types, code in exit_codes():
-        if isinstance(exc, types):
-            return code
-    return None
+    """The exit code an error a person can act on carries (engine.errors.UserError.exit_code:
+    the one table, kept with each error class); None for a bug."""
+    from actors import UserError
+
+    return exc.exit_code if isinstance(exc, UserError) else None
 
 
 def emit_json(value: Any) -> None:

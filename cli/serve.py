@@ -2,7 +2,8 @@
 
 NiceGUI owns its asyncio loop, so serving is a plain function the CLI calls directly, never
 inside the CLI's trio loop. It serves 127.0.0.1 only and refuses any other host. The web
-package is imported only when serving (it is the front end above actors, not a dependency).
+package is imported only when serving (the one place the command line starts the other front
+end).
 """
 
 from __future__ import annotations
@@ -57,12 +58,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from web.window import NativeWindow
 
         window = NativeWindow(say, started)
-    from engine import redaction
+    from actors import App, install_redaction
 
-    redaction.install()  # no key in any log line or traceback, uvicorn's included
-    # Imported here: the UI toolkit loads only when serving, and web/ sits above actors/.
-
-    from actors.app import App
+    install_redaction()  # no key in any log line or traceback, uvicorn's included
+    # Imported here: the UI toolkit loads only when serving.
     from web.launcher import LaunchRefused, serve
 
     try:

@@ -11,26 +11,18 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from actors.app import App, AppError
-from actors.tracing import (
-    bundle,
-    evidence,
-    get_trace,
-    list_traces,
-    rerun,
-    retrieval,
-    trace_document,
-    trace_writer,
-)
-from cli.output import EXIT_FAIL, EXIT_OK, emit_json, err, out
-from engine.trace import (
+from actors import (
+    App,
+    AppError,
     RunOutcome,
     render_evidence,
     render_list,
     render_rerun,
     render_retrieval,
     render_trace,
+    trace_document,
 )
+from cli.output import EXIT_FAIL, EXIT_OK, emit_json, err, out
 
 ACTIONS = ("list", "show", "replay", "rerun", "bundle")
 
@@ -64,7 +56,7 @@ async def cmd_trace(app: App, args: argparse.Namespace) -> int:
     if not args.id:
         raise AppError(f"`citewise trace {action}` needs a trace id; see `citewise trace list`")
     if action == "show":
-        record = get_trace(app, args.id)
+        record = app.trace(args.id)
         if args.json:
             emit_json(trace_document(record))
         else:
@@ -75,7 +67,7 @@ async def cmd_trace(app: App, args: argparse.Namespace) -> int:
     if action == "rerun":
         return await _rerun(app, args)
     if action == "bundle":
-        report = await bundle(app, args.id, args.output)
+        report = await app.bundle_trace(args.id, args.output)
         if args.json:
             emit_json(report)
         else:
@@ -88,8 +80,7 @@ async def cmd_trace(app: App, args: argparse.Namespace) -> int:
 
 
 def _list(app: App, args: argparse.Namespace) -> int:
-    summaries = list_traces(
-        app,
+    summaries = app.traces(
         limit=args.limit,
         kind="ingest" if args.imports else "request",
         status=args.status,
@@ -106,17 +97,17 @@ def _list(app: App, args: argparse.Namespace) -> int:
 
 async def _replay(app: App, args: argparse.Namespace) -> int:
     both = not args.evidence and not args.retrieval
-    document: dict[str, Any] = {"trace_id": get_trace(app, args.id).summary.trace_id}
+    document: dict[str, Any] = {"trace_id": app.trace(args.id).summary.trace_id}
     code = EXIT_OK
     if args.evidence or both:
-        replay = evidence(app, args.id)
+        replay = app.evidence_replay(args.id)
         document["evidence"] = replay
         if not replay.available or any(not i.verified for i in replay.model_inputs):
             code = EXIT_FAIL
         if not args.json:
             out.print(render_evidence(replay))
     if args.retrieval or both:
-        result = await retrieval(app, args.id)
+        result = await app.retrieval_replay(args.id)
         document["retrieval"] = result
         if not result.identical:
             code = EXIT_FAIL
@@ -132,8 +123,7 @@ async def _rerun(app: App, args: argparse.Namespace) -> int:
         verdict = "passed" if outcome.passed else "failed"
         err.print(f"[dim]run {i}/{args.runs}: {outcome.termination_reason} ({verdict})[/]")
 
-    async with trace_writer(app) as writer:
-        report = await rerun(app, args.id, args.runs, writer=writer, on_run=progress)
+    report = await app.rerun_trace(args.id, args.runs, on_run=progress)
     if args.json:
         emit_json(report)
     else:

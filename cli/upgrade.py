@@ -11,15 +11,24 @@ import argparse
 import sys
 from typing import Any
 
-from actors.backup import backups, create_backup, restore_backup
-from actors.upgrade import explain_upgrade, open_data, run_upgrade
+from actors import (
+    ConfigError,
+    Inspection,
+    UpgradeError,
+    WriterBusy,
+    app_version,
+    backups,
+    check_for_updates,
+    create_backup,
+    data_home,
+    explain_upgrade,
+    install_folder,
+    open_data,
+    restore_backup,
+    run_upgrade,
+    settings_at,
+)
 from cli.output import EXIT_FAIL, EXIT_OK, EXIT_USAGE, emit_json
-from engine.config import ConfigError, load_config
-from engine.paths import DataDir, data_home
-from engine.versions import app_version
-from engine.versions.updates import check_for_updates, install_folder
-from engine.versions.upgrade import Inspection, UpgradeError
-from engine.writer_lock import WriterBusy
 
 
 def _say(text: str) -> None:
@@ -165,7 +174,7 @@ def cmd_version(args: argparse.Namespace) -> int:
             print(f"citewise {running}")
         return EXIT_OK
     try:
-        config = load_config(DataDir(data_home()).config_file)
+        config = settings_at(data_home())
     except ConfigError as exc:
         _say(f"error: {exc}")
         return EXIT_USAGE

@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
-from actors.app import App, AppError
+from actors import App, AppError
 from cli import main
 from index.snapshot import verify_snapshot
 from tests.corpus import make_app, run_import

@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
-from actors.app import App, AppError
+from actors import App, AppError
 from actors.asking import AskResult, ask, deps_for
 from actors.conversations import ConversationStore
 from actors.harness import open_request

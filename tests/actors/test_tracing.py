@@ -15,7 +15,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from actors.app import App, AppError
+from actors import App, AppError
 from actors.asking import ask
 from actors.tracing import (
     IngestTracer,

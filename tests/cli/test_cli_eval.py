@@ -18,7 +18,7 @@ import anyio
 import pytest
 from PIL import Image
 
-from actors.app import App, AppError
+from actors import App, AppError
 from actors.catalog import Catalog
 from actors.tracing import get_trace
 from cli.evaluate import add_parsers
