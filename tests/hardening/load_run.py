@@ -183,12 +183,11 @@ async def run_load(
 ) -> LoadResult:
     first, during = corpus(home.parent / "load-docs", more_docs=more_docs)
     app = load_app(home, urls)
-    service = app
-    await service.start()
     errors: list[str] = []
-    try:
+    async with app.running():  # the app's one trace writer and its import task, as in the UI
+        await app.warm()
         await app.import_paths([first])
-        warm = await service.new_question("warm-up: what is an event emitter?").run(None)
+        warm = await app.new_question("warm-up: what is an event emitter?").run(None)
         assert warm is not None  # the first question pays one-time imports; it is not measured
         lag: list[float] = []
         busy: list[float] = []
@@ -203,7 +202,7 @@ async def run_load(
                 busy.append((time.thread_time() - cpu0) * 1000)
 
         async def one(i: int) -> None:
-            run = service.new_question(f"In what order are event listeners called? ({i})")
+            run = app.new_question(f"In what order are event listeners called? ({i})")
             try:
                 results[i] = await run.run(None)
             except Exception as exc:  # counted: a question that ended without a result
@@ -211,23 +210,23 @@ async def run_load(
                 results[i] = None
 
         rss_before = proc_status_mb("VmRSS")
-        job = service.new_import([during])
         t0 = time.perf_counter()
+        job = app.start_import([during])
         async with anyio.create_task_group() as tg:
             tg.start_soon(sample)
             async with anyio.create_task_group() as work:
-                work.start_soon(job.run)
+                work.start_soon(job.finished.wait)
                 for i in range(questions):
                     work.start_soon(one, i)
             stop.set()
         seconds = time.perf_counter() - t0
         if job.error:
             errors.append(f"import: {job.error}")
+        assert app.trace_writer is not None
+        await app.trace_writer.flush()  # every trace of the run stored before it is read
         return _outcome(
             app, questions, seconds, results, (lag, busy), job.result, rss_before, errors
         )
-    finally:
-        await service.aclose()
 
 
 def _outcome(
