@@ -80,7 +80,9 @@ def plan_snapshot(
     reused = tuple(
         s for s, h in imported.items() if parent is not None and parent.carried(s, h) is not None
     )
-    changed = len(reused) < len(imported) or bool(removed & by_source.keys())
+    failed_before = {f.source for f in parent.failed} if parent is not None else set()
+    # A removal changes the snapshot when it takes out a document or a disclosed failure.
+    changed = len(reused) < len(imported) or bool(removed & (by_source.keys() | failed_before))
     # Earlier failures stay disclosed until their source is imported again or removed.
     carried_failures = {
         f.source: f

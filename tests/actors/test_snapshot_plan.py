@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from actors.snapshot_plan import ParentDocuments, parent_documents, plan_snapshot
 from index.blockstore import DocumentInfo
 from index.records import EmbeddingSpec, FailedDocument, SnapshotManifest
@@ -151,11 +149,6 @@ def test_removing_a_failed_document_stops_disclosing_it() -> None:
     assert plan.failures == (failure("y.pdf"),)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="today a removal of a source that only failed counts as 'nothing changed', so the "
-    "active snapshot keeps listing it (App.remove accepts failed sources)",
-)
 def test_removing_a_failed_document_builds_a_snapshot_without_it() -> None:
     plan = plan_snapshot(parent(failure("x.pdf")), {}, {}, ["x.pdf"])
     assert plan.build
