@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.parsing import SUPPORTED_SUFFIXES
+from engine.parsing.dispatch import FORMAT_BY_SUFFIX
 from index.records import FailedDocument, SkippedFile
 
 
@@ -106,14 +107,5 @@ def _size(path: Path) -> int:
 
 
 def format_of(path: Path) -> str:
-    """The parser a file goes to, by its suffix; anything unnamed here is read as text."""
-    return {
-        ".pdf": "pdf",
-        ".epub": "epub",
-        ".docx": "docx",
-        ".html": "html",
-        ".htm": "html",
-        ".xhtml": "html",
-        ".md": "markdown",
-        ".markdown": "markdown",
-    }.get(path.suffix.lower(), "text")
+    """The parser a file goes to, by its suffix; anything unnamed is read as text."""
+    return FORMAT_BY_SUFFIX.get(path.suffix.lower(), "text")
