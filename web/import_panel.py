@@ -82,7 +82,10 @@ class ImportPanel:
                 self.per_document = ui.column().classes("w-full gap-0 text-xs")
             self.result = ui.label().classes("text-sm").mark("import-result")
         self._show_resume_offer()
-        self._render()
+        # The page shows the library as it is right after building this panel, so an import
+        # that finished earlier is reported here without calling back into a page still under
+        # construction (its callback would refer to this panel before it exists).
+        self._render(notify=False)
         ui.timer(POLL_S, self._render)
 
     # -- starting ------------------------------------------------------------------------------
@@ -158,7 +161,7 @@ class ImportPanel:
         self._render()
 
     # -- rendering -----------------------------------------------------------------------------
-    def _render(self) -> None:
+    def _render(self, notify: bool = True) -> None:
         job = self._job()
         t = self.t
         active = job is not None and not job.finished.is_set()
@@ -176,7 +179,8 @@ class ImportPanel:
         if job.finished.is_set() and self._reported is not job:
             self._reported = job
             self._report(job)
-            self.on_finished()
+            if notify:
+                self.on_finished()
 
     def _render_progress(self, p: ImportProgress, active: bool) -> None:
         t = self.t

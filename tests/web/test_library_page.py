@@ -201,3 +201,20 @@ async def test_title_and_aliases_are_edited_from_the_library(
     assert (edited.title, edited.aliases) == ("Node.js events", ("EventEmitter", "emitters"))
     hits = await tool_result(service, "list_documents", {"source": "eventemitter"})
     assert [d["title"] for d in hits["documents"]] == ["Node.js events"]
+
+
+async def test_the_library_opens_again_after_an_import_of_this_session(
+    ui_user: User, tmp_path: Path, docs: Path, no_keys: None
+) -> None:
+    """A finished import is reported by every new Library page without breaking it (it used
+    to call back into the page before the page had its import panel: a 500 until restart)."""
+    service = service_for(tmp_path / "home")
+    register(service)
+    await ui_user.open("/library")
+    ui_user.find(marker="import-path").type(str(docs))
+    ui_user.find(marker="import-button").click()
+    await eventually(lambda: import_state(ui_user) == "Import finished", timeout_s=60)
+    await ui_user.open("/library")
+    await ui_user.should_see("Import finished")
+    await ui_user.should_see(marker="documents")
+    assert len(service.documents()) == 2
