@@ -38,6 +38,7 @@ from engine.prompts.registry import active_bundle
 from engine.secrets import ENV_NAMES, get_key
 from engine.tools import TOOL_CONTRACT_VERSION, ToolContext, render_tools, run_tool
 from engine.trace.manifest import manifest_extra as trace_manifest_extra
+from engine.trace.model import trace_id_for
 from index.snapshot import Snapshot
 
 OnEvent = Callable[[Event], Awaitable[None]]
@@ -187,6 +188,12 @@ async def ask(
         termination_reason=finished.termination_reason,
         snapshot_id=finished.snapshot_id,
         created_at=utc_timestamp(),
+        agent_turns=finished.counters.agent_turns,
+        tool_calls=finished.counters.tool_calls,
+        used_tokens=finished.counters.used_tokens,
+        cost=finished.cost,
+        currency=finished.currency,
+        trace_id=trace_id_for(finished.request_id),
     )
     await anyio.to_thread.run_sync(store.append, cid, turn)
     return AskResult(finished=finished, conversation_id=cid, collection=name)

@@ -1,8 +1,9 @@
 """Per-collection conversations: each request's question and final answer, one JSON line each,
 in HOME/conversations/<collection>/<conversation_id>.jsonl.
 
-Only questions and final answers are kept (never observations, prompts or keys). A line is
-written whole in one append; a torn last line after a crash is skipped when reading.
+Only questions, final answers and what each cost are kept (never observations, prompts or
+keys). A line is written whole in one append; a torn last line after a crash is skipped when
+reading. Fields are only ever appended, with defaults, so older lines still load.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from actors.errors import ConversationError
 from engine.crashpoints import crash_point
 from engine.harness import EarlierTurn, TerminationReason
 from engine.paths import DataDir, check_collection_name
+from engine.trace.model import trace_id_for
 from engine.versions.formats import CONVERSATION_FORMAT
 
 _ID = re.compile(r"^c[0-9]{8}-[0-9]{6}-[0-9a-f]{6}$")
@@ -32,6 +34,22 @@ class ConversationTurn(msgspec.Struct, frozen=True, kw_only=True):
     termination_reason: TerminationReason
     snapshot_id: str | None
     created_at: str
+    # Appended in format 1 (absent from older lines): the request's cost line and its trace.
+    agent_turns: int = 0
+    tool_calls: int = 0
+    used_tokens: int = 0
+    cost: float = 0.0
+    currency: str = ""  # "" = not recorded (a line written before cost was kept)
+    trace_id: str = ""  # "" = derive it from request_id (engine.trace.trace_id_for)
+
+    @property
+    def cost_known(self) -> bool:
+        return bool(self.currency)
+
+    @property
+    def trace(self) -> str:
+        """The id of this request's trace (the traces page's `?id=`)."""
+        return self.trace_id or trace_id_for(self.request_id)
 
 
 class ConversationSummary(msgspec.Struct, frozen=True, kw_only=True):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from actors.conversations import ConversationStore, ConversationTurn
@@ -58,3 +59,35 @@ def test_collections_keep_their_conversations_apart(tmp_path: Path) -> None:
     (summary,) = a.list()
     assert (summary.conversation_id, summary.turns, summary.first_question) == (cid, 1, "q1")
     assert b.list() == []
+
+
+def test_a_turn_keeps_its_cost_line_and_trace(tmp_path: Path) -> None:
+    store = ConversationStore(DataDir(tmp_path), "default")
+    cid = store.new_id()
+    turn = msgspec.structs.replace(
+        _turn("q1", "a1"),
+        agent_turns=2,
+        tool_calls=1,
+        used_tokens=1234,
+        cost=0.0021,
+        currency="CNY",
+        trace_id="f" * 32,
+    )
+    store.append(cid, turn)
+    (loaded,) = store.load(cid)
+    assert loaded == turn and loaded.cost_known and loaded.trace == "f" * 32
+
+
+def test_a_line_written_before_costs_were_kept_still_loads(tmp_path: Path) -> None:
+    store = ConversationStore(DataDir(tmp_path), "default")
+    cid = store.new_id()
+    store.path(cid).parent.mkdir(parents=True)
+    store.path(cid).write_bytes(
+        b'{"format_version":1,"request_id":"0123456789abcdef0123456789abcdef",'
+        b'"question":"old?","answer":"old.","termination_reason":"finished",'
+        b'"snapshot_id":"s1","created_at":"2026-01-01T00:00:00Z"}\n'
+    )
+    (old,) = store.load(cid)
+    assert (old.question, old.answer, old.cost, old.currency) == ("old?", "old.", 0.0, "")
+    assert not old.cost_known
+    assert old.trace == "0123456789abcdef0123456789abcdef"  # derived from the request id
