@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # the same names, for type checkers
         FailedView,
         KeyStored,
         OutlineEntry,
+        SnapshotChanges,
         SnapshotView,
         StatusReport,
     )
@@ -131,6 +132,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
             "FailedView",
             "KeyStored",
             "OutlineEntry",
+            "SnapshotChanges",
             "SnapshotView",
             "StatusReport",
         )
@@ -267,6 +269,7 @@ __all__ = [  # the public surface; tests/test_exports.py keeps it equal to _EXPO
     "RunOutcome",
     "RunRecord",
     "SecretStoreUnavailable",
+    "SnapshotChanges",
     "SnapshotView",
     "SourceBlock",
     "SourceView",

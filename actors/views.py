@@ -56,6 +56,24 @@ class OutlineEntry(msgspec.Struct, frozen=True, kw_only=True):
     first_sentence: str
 
 
+class SnapshotChanges(msgspec.Struct, frozen=True, kw_only=True):
+    """How one snapshot's documents differ from an earlier one's, by source path.
+
+    `edited`: the same source with other content (a re-imported, changed file); `failed`:
+    failures the later snapshot lists that the earlier one did not. `known` is False when the
+    earlier snapshot is gone (cleaned up), so nothing can be said."""
+
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    edited: tuple[str, ...] = ()
+    failed: tuple[str, ...] = ()
+    known: bool = True
+
+    @property
+    def empty(self) -> bool:
+        return self.known and not (self.added or self.removed or self.edited or self.failed)
+
+
 class SnapshotView(msgspec.Struct, frozen=True, kw_only=True):
     id: str
     status: str
@@ -66,6 +84,8 @@ class SnapshotView(msgspec.Struct, frozen=True, kw_only=True):
     active: bool
     parent_id: str | None = None
     content_hash: str = ""
+    changes: SnapshotChanges = SnapshotChanges()  # what this snapshot changed (vs its parent)
+    since: SnapshotChanges = SnapshotChanges()  # what the active one changed since this one
 
 
 class FailedView(msgspec.Struct, frozen=True, kw_only=True):
@@ -129,7 +149,10 @@ def outline_of(snap: Snapshot, doc: int) -> list[OutlineEntry]:
 
 
 def snapshot_views(active: str | None, manifests: Sequence[SnapshotManifest]) -> list[SnapshotView]:
-    """The history, oldest first, as the catalog lists it."""
+    """The history, oldest first, as the catalog lists it; each with what it changed and what
+    has changed since (compared with the active snapshot, for a rollback's consequences)."""
+    by_id = {m.snapshot_id: m for m in manifests}
+    current = by_id.get(active) if active is not None else None
     return [
         SnapshotView(
             id=m.snapshot_id,
@@ -141,9 +164,41 @@ def snapshot_views(active: str | None, manifests: Sequence[SnapshotManifest]) ->
             active=m.snapshot_id == active,
             parent_id=m.parent_id,
             content_hash=m.content_hash,
+            changes=_changes_from_parent(m, by_id),
+            since=(
+                snapshot_changes(m, current)
+                if current is not None
+                else SnapshotChanges(known=False)
+            ),
         )
         for m in manifests
     ]
+
+
+def snapshot_changes(old: SnapshotManifest | None, new: SnapshotManifest) -> SnapshotChanges:
+    """What `new` changed compared with `old` (None: nothing before it, every document new)."""
+    before = {} if old is None else {d.source: d.content_hash for d in old.documents}
+    after = {d.source: d.content_hash for d in new.documents}
+    failed_before = set() if old is None else {f.source for f in old.failed_documents}
+    return SnapshotChanges(
+        added=tuple(sorted(s for s in after if s not in before)),
+        removed=tuple(sorted(s for s in before if s not in after)),
+        edited=tuple(sorted(s for s, h in after.items() if s in before and before[s] != h)),
+        failed=tuple(
+            sorted({f.source for f in new.failed_documents if f.source not in failed_before})
+        ),
+    )
+
+
+def _changes_from_parent(
+    m: SnapshotManifest, by_id: Mapping[str, SnapshotManifest]
+) -> SnapshotChanges:
+    if m.parent_id is None:
+        return snapshot_changes(None, m)
+    parent = by_id.get(m.parent_id)
+    if parent is None:  # cleaned up: what changed cannot be told any more
+        return SnapshotChanges(known=False)
+    return snapshot_changes(parent, m)
 
 
 def failed_views(
