@@ -2,10 +2,13 @@
 
 Pages call `Texts(lang)(key, **values)`; a key missing here is a bug (KeyError), never a
 silently blank label. Messages say what happened and what to do. No text is built elsewhere.
+A count's noun is written `{n} {n|question|questions}` (one form, other form); Chinese needs no
+plural, only its measure word (`{n} 个问题`).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 Lang = Literal["en", "zh"]
@@ -38,7 +41,7 @@ TEXTS: dict[str, tuple[str, str]] = {
     "ask.new": ("New conversation", "新对话"),
     "ask.history": ("Conversations", "历史对话"),
     "ask.no_history": ("No conversations yet.", "还没有对话。"),
-    "ask.turns": ("{n} questions", "{n} 个问题"),
+    "ask.turns": ("{n} {n|question|questions}", "{n} 个问题"),
     "ask.empty_question": ("Type a question first.", "请先输入问题。"),
     "ask.busy": (
         "A question is still being answered; wait or press Stop.",
@@ -62,7 +65,8 @@ TEXTS: dict[str, tuple[str, str]] = {
         "本回答是在限制下给出的({reason}),可能不完整。",
     ),
     "ask.summary": (
-        "{turns} turns · {tools} tool calls · {tokens} chat tokens · {cost} {currency}",
+        "{turns} {turns|turn|turns} · {tools} {tools|tool call|tool calls} · {tokens} chat "
+        "{tokens|token|tokens} · {cost} {currency}",
         "{turns} 轮 · {tools} 次工具调用 · {tokens} 个对话 token · {cost} {currency}",
     ),
     "ask.sources": ("Sources", "来源"),
@@ -74,8 +78,8 @@ TEXTS: dict[str, tuple[str, str]] = {
     "ask.page": ("p. {page}", "第 {page} 页"),
     "ask.pages": ("pp. {start}–{end}", "第 {start}–{end} 页"),
     "ask.partial_banner": (
-        "The knowledge base is incomplete: {n} document(s) failed to import ({sources}). "
-        "Answers cannot use them. Retry them on the Library page.",
+        "The knowledge base is incomplete: {n} {n|document|documents} failed to import "
+        "({sources}). Answers cannot use them. Retry them on the Library page.",
         "知识库不完整:{n} 篇文档导入失败({sources}),回答无法使用它们。可在“资料库”页重试。",
     ),
     "ask.refused_banner": (
@@ -97,8 +101,14 @@ TEXTS: dict[str, tuple[str, str]] = {
         "尚未设置 DeepSeek API Key。请在“设置”中添加(或重新运行初始设置)。",
     ),
     "gauge.title": ("Budget", "预算"),
-    "gauge.context": ("Context {used} / {limit} tokens", "上下文 {used} / {limit} token"),
-    "gauge.request": ("Request {used} / {limit} tokens", "本次请求 {used} / {limit} token"),
+    "gauge.context": (
+        "Context {used} / {limit} {limit|token|tokens}",
+        "上下文 {used} / {limit} 个 token",
+    ),
+    "gauge.request": (
+        "Request {used} / {limit} {limit|token|tokens}",
+        "本次请求 {used} / {limit} 个 token",
+    ),
     "gauge.tools": ("Tool calls {used} / {limit}", "工具调用 {used} / {limit}"),
     # source viewer
     "source.title": ("Source", "来源"),
@@ -159,7 +169,8 @@ TEXTS: dict[str, tuple[str, str]] = {
         "文档 {done} / {total}(失败 {failed})",
     ),
     "lib.progress.stats": (
-        "{pages} pages · {blocks} blocks · {tokens} embedding tokens",
+        "{pages} {pages|page|pages} · {blocks} {blocks|block|blocks} · {tokens} embedding "
+        "{tokens|token|tokens}",
         "{pages} 页 · {blocks} 个块 · {tokens} 个向量 token",
     ),
     "lib.progress.eta": ("About {eta} left", "预计还需 {eta}"),
@@ -194,7 +205,8 @@ TEXTS: dict[str, tuple[str, str]] = {
         "还没有文档。请在上方添加文件或文件夹。",
     ),
     "lib.doc_meta": (
-        "{source} · {format} · {blocks} blocks · {sections} sections",
+        "{source} · {format} · {blocks} {blocks|block|blocks} · {sections} "
+        "{sections|section|sections}",
         "{source} · {format} · {blocks} 个块 · {sections} 个章节",
     ),
     "lib.outline": ("Outline", "目录"),
@@ -221,7 +233,8 @@ TEXTS: dict[str, tuple[str, str]] = {
     "lib.removed": ("{source} removed.", "已移除 {source}。"),
     "lib.snapshots": ("Snapshot history", "快照历史"),
     "lib.snapshot_row": (
-        "{created} · {status} · {documents} documents · {blocks} blocks · {failed} failed",
+        "{created} · {status} · {documents} {documents|document|documents} · {blocks} "
+        "{blocks|block|blocks} · {failed} failed",
         "{created} · {status} · {documents} 篇文档 · {blocks} 个块 · 失败 {failed}",
     ),
     "lib.active": ("active", "当前"),
@@ -229,8 +242,9 @@ TEXTS: dict[str, tuple[str, str]] = {
     "lib.activated": ("Snapshot {id} is now active.", "快照 {id} 已启用。"),
     "lib.gc": ("Clean up old snapshots", "清理旧快照"),
     "lib.gc_done": (
-        "Deleted {deleted}, kept {kept}, in use {pinned}.",
-        "已删除 {deleted} 个,保留 {kept} 个,使用中 {pinned} 个。",
+        "Cleaned up: {deleted} old {deleted|snapshot|snapshots} deleted, {kept} kept, {pinned} "
+        "still in use by a question.",
+        "清理完成:删除 {deleted} 个旧快照,保留 {kept} 个,{pinned} 个仍被提问使用。",
     ),
     "lib.collections": ("Collections", "资料集"),
     "lib.switch": ("Switch", "切换"),
@@ -255,8 +269,8 @@ TEXTS: dict[str, tuple[str, str]] = {
     "lib.tool.run": ("Run", "运行"),
     "lib.tool.empty": ("Nothing found ({reason}).", "没有结果({reason})。"),
     "lib.tool.error": ("The tool refused: {code}: {message}", "工具拒绝:{code}:{message}"),
-    "lib.tool.hits": ("{count} occurrence(s)", "共出现 {count} 次"),
-    "lib.tool.blocks": ("{total} block(s)", "{total} 个块"),
+    "lib.tool.hits": ("{count} {count|occurrence|occurrences}", "共出现 {count} 次"),
+    "lib.tool.blocks": ("{total} {total|block|blocks}", "{total} 个块"),
     "lib.upload_saved": ("Received {name}", "已接收 {name}"),
     # settings
     "set.title": ("Settings", "设置"),
@@ -428,17 +442,18 @@ TEXTS: dict[str, tuple[str, str]] = {
     ),
     "tr.pick": ("Choose a request on the left.", "请在左侧选择一个请求。"),
     "tr.row": (
-        "{started} · {status} · {reason} · {tokens} tokens · {cost} {currency}",
-        "{started} · {status} · {reason} · {tokens} token · {cost} {currency}",
+        "{started} · {status} · {reason} · {tokens} {tokens|token|tokens} · {cost} {currency}",
+        "{started} · {status} · {reason} · {tokens} 个 token · {cost} {currency}",
     ),
     "tr.summary": (
-        "{status} · {reason} · {tokens} chat tokens · {cost} {currency} · {ms} ms · "
+        "{status} · {reason} · {tokens} chat {tokens|token|tokens} · {cost} {currency} · {ms} ms · "
         "snapshot {snapshot} · {mode} mode",
         "{status} · {reason} · {tokens} 个对话 token · {cost} {currency} · {ms} 毫秒 · "
         "快照 {snapshot} · {mode} 模式",
     ),
     "tr.partial": (
-        "This trace is partial: {dropped} record(s) were lost on the way to the store.",
+        "This trace is partial: {dropped} {dropped|record was|records were} lost on the way to "
+        "the store.",
         "此追踪不完整:有 {dropped} 条记录在写入时丢失。",
     ),
     "tr.spans": ("Span tree", "调用树"),
@@ -461,7 +476,7 @@ TEXTS: dict[str, tuple[str, str]] = {
     ),
     "ask.trace": ("Trace of this answer", "查看本次回答的追踪"),
     "ask.trace_partial": (
-        "The trace of this answer is partial ({dropped} record(s) lost).",
+        "The trace of this answer is partial ({dropped} {dropped|record|records} lost).",
         "本次回答的追踪不完整(丢失 {dropped} 条记录)。",
     ),
     # wizard
@@ -573,4 +588,19 @@ class Texts:
 
     def __call__(self, key: str, **values: object) -> str:
         text = TEXTS[key][self._column]
-        return text.format(**values) if values else text
+        if not values:
+            return text
+        return _PLURAL.sub(lambda m: _form(m, values), text).format(**values)
+
+
+_PLURAL = re.compile(r"\{(\w+)\|([^{}|]*)\|([^{}|]*)\}")  # {n|one form|other form}
+
+
+def _form(match: re.Match[str], values: dict[str, object]) -> str:
+    """The singular when the count is exactly one, else the plural."""
+    count = values[match.group(1)]
+    try:
+        one = float(str(count).replace(",", "")) == 1
+    except ValueError:
+        one = False
+    return match.group(2) if one else match.group(3)

@@ -14,7 +14,8 @@ WEB = Path(__file__).resolve().parents[2] / "web"
 
 
 def _fields(text: str) -> set[str]:
-    return {name for _, name, _, _ in string.Formatter().parse(text) if name}
+    """Placeholder names; a plural form `{n|one|other}` counts as the placeholder n."""
+    return {name.split("|")[0] for _, name, _, _ in string.Formatter().parse(text) if name}
 
 
 @pytest.mark.parametrize("key", sorted(TEXTS))
@@ -53,3 +54,31 @@ def test_language_switches_the_text() -> None:
     assert Texts("zh")("ask.turns", n=3) == "3 个问题"
     with pytest.raises(KeyError):
         Texts("en")("no.such.key")
+
+
+@pytest.mark.parametrize(
+    ("key", "values", "en", "zh"),
+    [
+        ("ask.turns", {"n": 1}, "1 question", "1 个问题"),
+        ("ask.turns", {"n": 2}, "2 questions", "2 个问题"),
+        ("ask.turns", {"n": 0}, "0 questions", "0 个问题"),
+        ("lib.tool.hits", {"count": 1}, "1 occurrence", "共出现 1 次"),
+        ("tr.partial", {"dropped": 1}, "1 record was lost", "1 条记录"),
+        ("tr.partial", {"dropped": 3}, "3 records were lost", "3 条记录"),
+    ],
+)
+def test_counts_take_the_right_form_in_each_language(
+    key: str, values: dict[str, object], en: str, zh: str
+) -> None:
+    assert en in Texts("en")(key, **values)
+    assert zh in Texts("zh")(key, **values)
+
+
+def test_a_count_written_as_text_still_picks_its_form() -> None:
+    line = Texts("en")("ask.summary", turns="1", tools=2, tokens="1,001", cost="0", currency="X")
+    assert line.startswith("1 turn · 2 tool calls · 1,001 chat tokens")
+
+
+def test_no_english_text_hedges_a_plural() -> None:
+    hedged = [key for key, (en, _) in TEXTS.items() if re.search(r"\w\(s\)", en)]
+    assert hedged == []

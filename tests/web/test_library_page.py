@@ -170,7 +170,7 @@ async def test_outline_and_direct_tools_work_without_a_model(
     ui_user.find(marker="tool-term").type("listener")
     ui_user.find(marker="tool-run-scan").click()
     await ui_user.should_see(marker="tool-count")
-    assert texts_of(ui_user, "tool-count") == ["2 occurrence(s)"]
+    assert texts_of(ui_user, "tool-count") == ["2 occurrences"]
     ui_user.find(marker="tool-query").type("highWaterMark backpressure")
     ui_user.find(marker="tool-run-search").click()
     await ui_user.should_see(marker="tool-block")
