@@ -101,6 +101,11 @@ EMBEDDING_RETRYABLE_CODES: frozenset[str] = frozenset(
     {"rate_limited", "server_error", "timeout", "connection"}
 )
 
+# What lies under a code, when the client can tell: the address has no DNS name, nothing
+# listens there, the proxy failed, the TLS handshake or certificate failed; the reply is not
+# JSON at all (a web page), or JSON that is not this OpenAI-compatible API.
+ProviderCause = Literal["", "dns", "refused", "proxy", "tls", "not_json", "not_api"]
+
 StatusCode = Literal["unauthorized", "no_balance", "rate_limited", "server_error", "bad_request"]
 
 
@@ -129,8 +134,9 @@ class ProviderError(UserError):
     `code` is stable (the subclass's error codes), `message` tells a person what happened and
     what to do, `retryable` says whether one more attempt may succeed (after `retry_after`
     seconds when the vendor said so), `status` is the HTTP status when there was one and
-    `vendor_message` the vendor's own (redacted) words, empty when there were none. Never holds
-    an API key.
+    `vendor_message` the vendor's own (redacted) words, empty when there were none. `cause`
+    narrows the code down for a person's sentence (a ProviderCause, empty when there is
+    nothing to add). Never holds an API key.
     """
 
     message_key = "error.provider_failed"
@@ -145,6 +151,7 @@ class ProviderError(UserError):
         retry_after: float | None = None,
         status: int | None = None,
         vendor_message: str = "",
+        cause: ProviderCause = "",
     ) -> None:
         super().__init__(f"{code}: {message}")
         self.code = code
@@ -153,6 +160,7 @@ class ProviderError(UserError):
         self.retry_after = retry_after
         self.status = status
         self.vendor_message = vendor_message
+        self.cause = cause
 
     def __reduce__(self) -> tuple[type[ProviderError], tuple[str, str], dict[str, object]]:
         # Survives pickling (worker processes, traces), which Exception's default args would not.
@@ -175,6 +183,7 @@ class ChatError(ProviderError):
         retry_after: float | None = None,
         status: int | None = None,
         vendor_message: str = "",
+        cause: ProviderCause = "",
     ) -> None:
         super().__init__(
             code,
@@ -183,6 +192,7 @@ class ChatError(ProviderError):
             retry_after=retry_after,
             status=status,
             vendor_message=vendor_message,
+            cause=cause,
         )
 
 
@@ -202,6 +212,7 @@ class EmbeddingError(ProviderError):
         retry_after: float | None = None,
         status: int | None = None,
         vendor_message: str = "",
+        cause: ProviderCause = "",
     ) -> None:
         super().__init__(
             code,
@@ -210,6 +221,7 @@ class EmbeddingError(ProviderError):
             retry_after=retry_after,
             status=status,
             vendor_message=vendor_message,
+            cause=cause,
         )
 
 

@@ -19,7 +19,8 @@ import msgspec
 
 from engine.chat.sse import SSEDecoder
 from engine.chat.status import StatusContext, error_for_status, redact, vendor_text
-from engine.errors import CaBundleError, ChatError, SSEError
+from engine.errors import CaBundleError, ChatError, ProviderCause, SSEError
+from engine.network import is_json, transport_cause
 from engine.network import ssl_context as network_ssl_context
 
 DEEPSEEK_HOST = "api.deepseek.com"
@@ -427,11 +428,12 @@ class ChatClient:
         except msgspec.DecodeError as exc:
             said = vendor_text(content[:2000], self._api_key)
             raise self._bad_response(
-                f"not a chat completion: {exc}; it began {said[:80]!r}"
+                f"not a chat completion: {exc}; it began {said[:80]!r}",
+                cause="not_api" if is_json(content) else "not_json",
             ) from None
         choice = next((c for c in parsed.choices if c.index == 0), None)
         if choice is None:
-            raise self._bad_response("a completion without choices")
+            raise self._bad_response("a completion without choices", cause="not_api")
         return ChatResponse(
             content=choice.message.content or "",
             reasoning_content=choice.message.reasoning_content or "",
@@ -461,11 +463,13 @@ class ChatClient:
         causes = list(_causes(exc))
         said = next((str(c) for c in causes if str(c)), "")
         detail = redact(said, self._api_key) or "no details"
+        cause = transport_cause(exc)
         hint = "check chat.base_url, your network and the proxy settings"
-        if any(isinstance(c, ssl.SSLCertVerificationError) for c in causes):
+        if cause == "tls":
             hint = (
-                "the server's certificate is not trusted: if your network uses its own "
-                "certificates (a company proxy), set network.ca_bundle to their PEM file"
+                "the secure connection failed (the server's certificate is not trusted): if "
+                "your network uses its own certificates (a company proxy), set "
+                "network.ca_bundle to their PEM file"
             )
         what = f"{type(exc).__name__}: {detail}"
         if answering:
@@ -475,15 +479,19 @@ class ChatClient:
                 f"({what}); any partial answer was discarded: ask again",
             )
         if isinstance(exc, httpx.ConnectError | httpx.ProxyError | httpx.UnsupportedProtocol):
-            return ChatError("connection", f"could not connect to {self.url} ({what}); {hint}")
+            return ChatError(
+                "connection", f"could not connect to {self.url} ({what}); {hint}", cause=cause
+            )
         return ChatError(
             "connection",
             f"the connection to {self.url} was lost before an answer came ({what}); {hint}",
+            cause=cause,
         )
 
-    def _bad_response(self, what: str) -> ChatError:
+    def _bad_response(self, what: str, *, cause: ProviderCause = "") -> ChatError:
         return ChatError(
             "bad_response",
             f"{self._where} sent an answer Citewise cannot use ({what}); check that "
             f"chat.base_url ({self.base_url}) points at an OpenAI-compatible API",
+            cause=cause,
         )

@@ -12,7 +12,7 @@ import msgspec
 
 from engine import redaction
 from engine.errors import ChatError, provider_code_for_status
-from engine.network import parse_retry_after
+from engine.network import is_json, parse_retry_after
 
 _VENDOR_TEXT_MAX = 300
 
@@ -72,6 +72,18 @@ def error_for_status(
     said = vendor_text(body, secret)
     quoted = f": {said}" if said else ""
     code = provider_code_for_status(status)
+    page = bool(body.strip()) and not is_json(body)
+    if page and code in ("unauthorized", "bad_request"):
+        # A web page, not an API's JSON error: the address is wrong, whatever the status says
+        # (a site's 403 is not a refused key).
+        return ChatError(
+            "bad_request",
+            f"POST {ctx.url} was answered with a web page (HTTP {status}), not by a chat API; "
+            f"check chat.base_url ({ctx.base_url}): DeepSeek's base URL is "
+            "https://api.deepseek.com, other OpenAI-compatible services usually end in /v1",
+            status=status,
+            cause="not_json",
+        )
     if code == "unauthorized":
         key = "the DeepSeek key" if ctx.deepseek else "the chat API key"
         # The vendor's wording is left out of the message: some echo part of the key back.

@@ -20,8 +20,8 @@ import numpy as np
 
 from engine import redaction
 from engine.embedding.base import EmbeddingResult, normalise
-from engine.errors import CaBundleError, EmbeddingError, provider_code_for_status
-from engine.network import parse_retry_after, ssl_context
+from engine.errors import CaBundleError, EmbeddingError, ProviderCause, provider_code_for_status
+from engine.network import is_json, parse_retry_after, ssl_context, transport_cause
 from index.records import EmbeddingSpec
 
 PROVIDER = "openai_compatible"
@@ -140,11 +140,18 @@ class OpenAICompatibleEmbedding:
             ) from None
         except httpx.TransportError as exc:
             # `from None`: the httpx exception holds the request, and with it the key header.
+            cause = transport_cause(exc)
+            hint = (
+                "the secure connection failed: if your network uses its own certificates, set "
+                "network.ca_bundle to their PEM file"
+                if cause == "tls"
+                else "check embedding.base_url, your network and the proxy settings"
+            )
             raise EmbeddingError(
                 "connection",
                 f"could not reach the embedding service at {self._url} "
-                f"({type(exc).__name__}: {self._redact(str(exc)) or 'no details'}); check "
-                "embedding.base_url, your network and the proxy settings",
+                f"({type(exc).__name__}: {self._redact(str(exc)) or 'no details'}); {hint}",
+                cause=cause,
             ) from None
 
     def _redact(self, text: str) -> str:
@@ -174,6 +181,16 @@ class OpenAICompatibleEmbedding:
         text, vendor_code = self._vendor_text(response)
         said = f": {text}" if text else ""
         code = provider_code_for_status(status)
+        page = bool(response.content.strip()) and not is_json(response.content)
+        if page and code in ("unauthorized", "bad_request"):
+            # A web page, not an API's JSON error: the address is wrong, not the key.
+            return EmbeddingError(
+                "bad_request",
+                f"POST {self._url} was answered with a web page (HTTP {status}), not by an "
+                "embeddings API; check embedding.base_url (it usually ends in /v1)",
+                status=status,
+                cause="not_json",
+            )
         if code == "unauthorized":
             # The vendor's wording is left out: some echo part of the key back.
             return EmbeddingError(
@@ -227,18 +244,20 @@ class OpenAICompatibleEmbedding:
             vendor_message=text,
         )
 
-    def _bad_response(self, what: str) -> EmbeddingError:
+    def _bad_response(self, what: str, *, cause: ProviderCause = "") -> EmbeddingError:
         return EmbeddingError(
             "bad_response",
             f"the embedding service at {self._host} sent an answer Citewise cannot use "
             f"({what}); check that embedding.base_url points at an OpenAI-compatible API",
+            cause=cause,
         )
 
     def _parse(self, content: bytes, expected: int) -> EmbeddingResult:
         try:
             parsed = _decode_response(content)
         except msgspec.DecodeError as exc:
-            raise self._bad_response(f"not an embeddings response: {exc}") from None
+            cause: ProviderCause = "not_api" if is_json(content) else "not_json"
+            raise self._bad_response(f"not an embeddings response: {exc}", cause=cause) from None
         if len(parsed.data) != expected:
             raise self._bad_response(f"{len(parsed.data)} vectors for {expected} texts")
         items = parsed.data

@@ -20,6 +20,7 @@ from tests.servers.chat_server import (
     Text,
 )
 from tests.servers.embedding_server import EmbeddingServer
+from tests.servers.page_server import Page, html, json_page, serving, vendor_refusal
 
 API_KEY = "sk-keycheck-3d9f1a7c5e2b4d80"
 NET = NetworkSettings()
@@ -86,7 +87,7 @@ async def test_no_chat_key_says_where_to_set_one(chat_server: ChatServer, key: s
         (Status(503), "server_error", "could not be tested"),
         (Delay(3.0), "timeout", "proxy"),
         (Drop(), "unreachable", "chat.base_url"),
-        (Malformed(b"<html>Welcome to our homepage</html>"), "bad_response", "chat.base_url"),
+        (Malformed(b"<html>Welcome to our homepage</html>"), "not_an_api", "chat.base_url"),
         (Status(400, "max_tokens is out of range"), "bad_request", "max_tokens is out of range"),
     ],
     ids=lambda v: f"{type(v).__name__}{getattr(v, 'status', '')}" if not isinstance(v, str) else v,
@@ -191,7 +192,7 @@ async def test_no_embedding_key_says_where_to_set_one(embedding_server: Embeddin
         (emb.WrongDimension(), "wrong_dimension", "embedding.dimensions"),
         (emb.Delay(3.0), "timeout", "proxy"),
         (emb.Drop(), "unreachable", "embedding.base_url"),
-        (emb.Malformed(), "bad_response", "embedding.base_url"),
+        (emb.Malformed(), "not_an_api", "embedding.base_url"),
     ],
     ids=lambda v: f"{type(v).__name__}{getattr(v, 'status', '')}" if not isinstance(v, str) else v,
 )
@@ -231,3 +232,73 @@ async def test_unreachable_embedding_service_is_reported() -> None:
     result = await check_embedding(embedding_settings(f"http://127.0.0.1:{port}/v1"), NET, API_KEY)
     assert (result.ok, result.code) == (False, "unreachable")
     assert f"127.0.0.1:{port}" in result.message
+
+
+# -- a wrong address is not a refused key (real loopback servers that are no chat API) --------
+
+
+WRONG_ADDRESSES = [
+    pytest.param(html(200), "not_an_api", id="homepage"),
+    pytest.param(html(403, b"<html><h1>403 Forbidden</h1></html>"), "not_an_api", id="html403"),
+    pytest.param(html(401, b"<html>Log in first</html>"), "not_an_api", id="html401"),
+    pytest.param(Page(200, "text/plain", b"hello"), "not_an_api", id="plain-text"),
+    pytest.param(json_page(200, {"status": "ok", "items": []}), "not_an_api", id="other-json"),
+    pytest.param(html(404, b"<html>Not Found</html>"), "wrong_base_url", id="html404"),
+    pytest.param(json_page(404, {"detail": "Not Found"}), "wrong_base_url", id="json404"),
+    pytest.param(vendor_refusal(403), "unauthorized", id="vendor403"),
+    pytest.param(vendor_refusal(401), "unauthorized", id="vendor401"),
+]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("page", "code"), WRONG_ADDRESSES)
+async def test_what_answers_at_the_chat_address_decides_the_verdict(page: Page, code: str) -> None:
+    with serving(page) as served:
+        result = await check_chat_key(chat_settings(served.url), NET, API_KEY)
+    assert (result.ok, result.code) == (False, code)
+    assert result.facts["host"] == served.url.removeprefix("http://")
+    assert result.facts.get("status", "200") == str(page.status)
+    assert API_KEY not in repr(result)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("page", "code"), WRONG_ADDRESSES)
+async def test_what_answers_at_the_embedding_address_decides_the_verdict(
+    page: Page, code: str
+) -> None:
+    with serving(page) as served:
+        result = await check_embedding(embedding_settings(served.url), NET, API_KEY)
+    assert (result.ok, result.code) == (False, code)
+    assert result.facts["host"] == served.url.removeprefix("http://")
+
+
+@pytest.mark.anyio
+async def test_https_to_a_server_that_speaks_no_tls_is_a_tls_failure() -> None:
+    with serving(html(200)) as served:
+        base_url = served.url.replace("http://", "https://")
+        chat = await check_chat_key(chat_settings(base_url), NET, API_KEY)
+        embedding = await check_embedding(embedding_settings(base_url), NET, API_KEY)
+    assert (chat.ok, chat.code) == (False, "tls")
+    assert (embedding.ok, embedding.code) == (False, "tls")
+    assert "network.ca_bundle" in chat.message
+
+
+@pytest.mark.anyio
+async def test_nothing_listening_is_unreachable_with_the_host_as_a_fact() -> None:
+    port = await closed_port()
+    result = await check_chat_key(chat_settings(f"http://127.0.0.1:{port}"), NET, API_KEY)
+    assert (result.code, result.facts["host"]) == ("unreachable", f"127.0.0.1:{port}")
+
+
+@pytest.mark.anyio
+async def test_a_timeout_names_the_seconds_waited(chat_server: ChatServer) -> None:
+    chat_server.script(Delay(3.0))
+    result = await check_chat_key(chat_settings(chat_server.url, timeout_s=0.3), NET, API_KEY)
+    assert (result.code, result.facts["seconds"]) == ("timeout", "0.3")
+
+
+@pytest.mark.anyio
+async def test_a_wrong_model_lists_the_offered_models_as_a_fact(chat_server: ChatServer) -> None:
+    result = await check_chat_key(chat_settings(chat_server.url, model="nope"), NET, API_KEY)
+    assert result.code == "wrong_model"
+    assert result.facts["models"] == "deepseek-chat, deepseek-reasoner"
