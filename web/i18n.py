@@ -8,6 +8,7 @@ plural, only its measure word (`{n} 个问题`).
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from typing import Literal
 
@@ -227,19 +228,24 @@ TEXTS: dict[str, tuple[str, str]] = {
     "lib.edit_unchanged": ("Nothing changed.", "没有变化。"),
     "lib.remove": ("Remove", "移除"),
     "lib.remove_confirm": (
-        "Remove {source} from the knowledge base? Older snapshots keep it.",
-        "从知识库移除 {source}?旧快照仍保留它。",
+        "Remove {source} from the library? New questions will not find it. Nothing is "
+        "deleted: older snapshots keep it, so you can go back to one in the snapshot history.",
+        "从资料库移除 {source}?之后的提问将找不到它。不会删除任何内容:旧快照仍保留它,"
+        "可以在快照历史中回到旧快照。",
     ),
     "lib.removed": ("{source} removed.", "已移除 {source}。"),
     "lib.snapshots": ("Snapshot history", "快照历史"),
     "lib.snapshot_row": (
         "{created} · {status} · {documents} {documents|document|documents} · {blocks} "
-        "{blocks|block|blocks} · {failed} failed",
-        "{created} · {status} · {documents} 篇文档 · {blocks} 个块 · 失败 {failed}",
+        "{blocks|block|blocks}",
+        "{created} · {status} · {documents} 篇文档 · {blocks} 个块",
     ),
     "lib.active": ("active", "当前"),
-    "lib.activate": ("Activate", "启用"),
-    "lib.activated": ("Snapshot {id} is now active.", "快照 {id} 已启用。"),
+    "lib.activate": ("Go back to this", "回到此版本"),
+    "lib.activated": (
+        "The library is back as it was on {when} ({documents} {documents|document|documents}).",
+        "资料库已回到 {when} 时的状态({documents} 篇文档)。",
+    ),
     "lib.gc": ("Clean up old snapshots", "清理旧快照"),
     "lib.gc_done": (
         "Cleaned up: {deleted} old {deleted|snapshot|snapshots} deleted, {kept} kept, {pinned} "
@@ -253,8 +259,11 @@ TEXTS: dict[str, tuple[str, str]] = {
     "lib.delete": ("Delete", "删除"),
     "lib.new_name": ("Name", "名称"),
     "lib.delete_confirm": (
-        "Delete collection {name} with all its snapshots? This cannot be undone.",
-        "删除资料集 {name} 及其全部快照?此操作无法撤销。",
+        "Delete the collection {name} with its {documents} {documents|document|documents} and "
+        "{snapshots} {snapshots|snapshot|snapshots}? This cannot be undone. The original files "
+        "on your computer are not touched.",
+        "删除资料集 {name} 及其 {documents} 篇文档和 {snapshots} 个快照?此操作无法撤销。"
+        "你电脑上的原始文件不受影响。",
     ),
     "lib.confirm": ("Yes, do it", "确定"),
     "lib.keep": ("No", "取消"),
@@ -521,6 +530,66 @@ TEXTS: dict[str, tuple[str, str]] = {
         "问一个资料中有答案的问题。引用会标明每个要点的出处。",
     ),
     "wiz.finish": ("Ask", "提问"),
+    # ask and library
+    "time.months": (
+        "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec",
+        "1 2 3 4 5 6 7 8 9 10 11 12",
+    ),
+    "time.this_year": ("{day} {month} {time}", "{month}月{day}日 {time}"),
+    "time.other_year": ("{day} {month} {year} {time}", "{year}年{month}月{day}日 {time}"),
+    "lib.snapshot_status.ready": ("complete", "完整"),
+    "lib.snapshot_status.ready_partial": ("some documents failed", "部分文档失败"),
+    "lib.snapshot_status.building": ("being built", "生成中"),
+    "lib.snapshot_status.failed": ("failed", "失败"),
+    "lib.change.added": ("+{n} added", "新增 {n} 篇"),
+    "lib.change.removed": ("−{n} removed", "移除 {n} 篇"),
+    "lib.change.edited": ("{n} edited", "修改 {n} 篇"),
+    "lib.change.failed": ("{n} failed", "失败 {n} 篇"),
+    "lib.change.none": (
+        "No document added, removed or changed",
+        "没有新增、移除或修改文档",
+    ),
+    "lib.change.unknown": (
+        "What changed is not known: the snapshot before it was cleaned up",
+        "无法得知变化:之前的快照已被清理",
+    ),
+    "lib.rollback_confirm": (
+        "Go back to the library as it was on {when} ({documents} {documents|document|documents})?",
+        "回到 {when} 时的资料库({documents} 篇文档)?",
+    ),
+    "lib.rollback_added": (
+        "The {n} {n|document|documents} added since will not be searched.",
+        "此后添加的 {n} 篇文档将不再被检索。",
+    ),
+    "lib.rollback_removed": (
+        "The {n} {n|document|documents} removed since will be searched again.",
+        "此后移除的 {n} 篇文档将重新被检索。",
+    ),
+    "lib.rollback_edited": (
+        "{n} {n|document|documents} changed since will be answered from the older version.",
+        "此后修改过的 {n} 篇文档将按旧版本回答。",
+    ),
+    "lib.rollback_same": (
+        "It holds the same documents as the library now.",
+        "它包含的文档与现在的资料库相同。",
+    ),
+    "lib.rollback_safe": (
+        "Nothing is deleted: the current version stays in this list and you can come back to it.",
+        "不会删除任何内容:当前版本仍保留在此列表中,可以随时切回。",
+    ),
+    "lib.rollback_yes": ("Go back", "回到此版本"),
+    "lib.remove_yes": ("Remove", "移除"),
+    "lib.delete_yes": ("Delete the collection", "删除资料集"),
+    "lib.retrying": ("Importing {source} again…", "正在重新导入 {source}……"),
+    "lib.retry_ok": ("{source} is imported now.", "{source} 已导入成功。"),
+    "lib.retry_failed": (
+        "{source} failed again ({stage}: {reason}). {message}",
+        "{source} 再次失败({stage}:{reason})。{message}",
+    ),
+    "lib.retry_stopped": (
+        "The new import of {source} did not finish; it is still listed as failed.",
+        "{source} 的重新导入没有完成;它仍列为失败。",
+    ),
     # upgrade page and the maintenance section of the settings (web/upgrade_page.py,
     # web/settings_maintenance.py)
     "upg.title": ("Upgrade your data", "升级数据"),
@@ -604,3 +673,19 @@ def _form(match: re.Match[str], values: dict[str, object]) -> str:
     except ValueError:
         one = False
     return match.group(2) if one else match.group(3)
+
+
+def when(t: Texts, iso: str, now: dt.datetime | None = None) -> str:
+    """An ISO-8601 UTC time as a person reads it, in local time: "2 Dec 10:14" (the year only
+    when it is not this year's); text that is not a time is returned as it is."""
+    try:
+        moment = dt.datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    except ValueError:
+        return iso
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    local = moment.astimezone(now.tzinfo if now is not None else None)
+    today = now if now is not None else dt.datetime.now(local.tzinfo)
+    month = t("time.months").split()[local.month - 1]
+    key = "time.this_year" if local.year == today.year else "time.other_year"
+    return t(key, day=local.day, month=month, year=local.year, time=f"{local:%H:%M}")

@@ -8,12 +8,12 @@ Every destructive action asks first. Nothing here changes data except through th
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 from nicegui import ui
 
-from actors import App, DocumentView
-from web.i18n import Texts
+from actors import App, DocumentView, SnapshotChanges, SnapshotView
+from web.i18n import Texts, when
 from web.import_panel import ImportPanel
 from web.shell import frame, guarded, show_error, texts
 from web.tools_panel import ToolsPanel
@@ -30,32 +30,50 @@ def build(app: App) -> None:
         snapshots = ui.column().classes("w-full").mark("snapshots")
         tools = ui.column().classes("w-full")
 
+    retrying: set[str] = set()
+
     def refresh() -> None:
-        _failed(app, t, failed, panel)
+        _failed(app, t, failed, panel, retrying)
         docs = _documents(app, t, documents, refresh)
         _snapshots(app, t, snapshots, refresh)
         tools.clear()
         with tools:
             ToolsPanel(app, t, docs)
 
+    def finished() -> None:
+        _report_retries(app, t, retrying)
+        refresh()
+
     with panel_holder:
-        panel = ImportPanel(app, t, on_finished=refresh)
+        panel = ImportPanel(app, t, on_finished=finished)
     refresh()
 
 
-def confirm(t: Texts, message: str, action: Callable[[], Awaitable[None] | None]) -> None:
-    """Ask before doing something that cannot be undone from this page."""
-    with ui.dialog() as dialog, ui.card():
+def confirm(
+    t: Texts,
+    message: str,
+    action: Callable[[], Awaitable[None] | None],
+    *,
+    details: Sequence[str] = (),
+    yes_text: str | None = None,
+) -> None:
+    """Ask before doing something that changes the library: the question says what happens
+    in words (`details`: one consequence a line), the button says what it does."""
+    with ui.dialog() as dialog, ui.card().classes("max-w-xl"):
         dialog.mark("confirm-dialog")
-        ui.label(message)
+        ui.label(message).classes("text-base").mark("confirm-message")
+        for line in details:
+            ui.label(line).classes("text-sm").mark("confirm-detail")
         with ui.row():
 
             async def yes() -> None:
                 dialog.close()
                 await guarded(t, action)
 
-            ui.button(t("lib.confirm"), on_click=yes, color="negative").mark("confirm-yes")
-            ui.button(t("lib.keep"), on_click=dialog.close).props("flat")
+            ui.button(yes_text or t("lib.confirm"), on_click=yes, color="negative").props(
+                "no-caps"
+            ).mark("confirm-yes")
+            ui.button(t("lib.keep"), on_click=dialog.close).props("flat no-caps").mark("confirm-no")
     dialog.open()
 
 
@@ -94,18 +112,27 @@ def _collections(app: App, t: Texts) -> None:
                 t("lib.rename"),
                 on_click=lambda: run(lambda: app.rename_collection(current, name.value)),
             ).props("outline").mark("collection-rename")
-            ui.button(
-                t("lib.delete"),
-                color="negative",
-                on_click=lambda: confirm(
+
+            def ask_delete() -> None:
+                try:
+                    documents = len(app.documents(current))
+                    snapshots = len(app.snapshots(current))
+                except Exception as exc:  # a damaged collection can still be deleted
+                    show_error(t, exc)
+                    documents = snapshots = 0
+                confirm(
                     t,
-                    t("lib.delete_confirm", name=current),
+                    t("lib.delete_confirm", name=current, documents=documents, snapshots=snapshots),
                     lambda: run(lambda: app.delete_collection(current)),
-                ),
-            ).props("outline").mark("collection-delete")
+                    yes_text=t("lib.delete_yes"),
+                )
+
+            ui.button(t("lib.delete"), color="negative", on_click=ask_delete).props("outline").mark(
+                "collection-delete"
+            )
 
 
-def _failed(app: App, t: Texts, box: ui.column, panel: ImportPanel) -> None:
+def _failed(app: App, t: Texts, box: ui.column, panel: ImportPanel, retrying: set[str]) -> None:
     box.clear()
     try:
         failures = app.failed()
@@ -135,7 +162,9 @@ def _failed(app: App, t: Texts, box: ui.column, panel: ImportPanel) -> None:
                         except Exception as exc:  # the file moved: say so
                             show_error(t, exc)
                             return
-                        panel.start(paths)
+                        if panel.start(paths):
+                            retrying.add(source)
+                            ui.notify(t("lib.retrying", source=source))
 
                     ui.button(t("lib.retry"), icon="refresh", on_click=retry).props(
                         "outline dense"
@@ -192,7 +221,10 @@ def _documents(
                     t("lib.remove"),
                     icon="delete",
                     on_click=lambda source=d.source, remove=remove: confirm(
-                        t, t("lib.remove_confirm", source=source), remove
+                        t,
+                        t("lib.remove_confirm", source=source),
+                        remove,
+                        yes_text=t("lib.remove_yes"),
                     ),
                 ).props("flat dense color=negative").mark("remove-button")
     return docs
@@ -258,6 +290,88 @@ def _outline_loader(app: App, t: Texts, doc_id: str, target: ui.column) -> Calla
     return fill
 
 
+def _report_retries(app: App, t: Texts, retrying: set[str]) -> None:
+    """After an import that retried failed documents: say, for each, how it went."""
+    if not retrying:
+        return
+    sources = sorted(retrying)
+    retrying.clear()
+    job = app.current_import
+    if job is None or job.state != "done":
+        for source in sources:
+            ui.notify(t("lib.retry_stopped", source=source), type="warning")
+        return
+    try:
+        still = {f.source: f for f in app.failed()}
+    except Exception as exc:  # a damaged pointer: say what to do
+        show_error(t, exc)
+        return
+    for source in sources:
+        f = still.get(source)
+        if f is None:
+            ui.notify(t("lib.retry_ok", source=source), type="positive")
+        else:
+            ui.notify(
+                t(
+                    "lib.retry_failed",
+                    source=source,
+                    stage=f.stage,
+                    reason=f.reason,
+                    message=f.message,
+                ),
+                type="negative",
+                multi_line=True,
+            )
+
+
+def changes_text(t: Texts, c: SnapshotChanges) -> str:
+    """What a snapshot changed, in words: "+2 added · −1 removed · 1 edited · 1 failed"."""
+    if not c.known:
+        return t("lib.change.unknown")
+    if c.empty:
+        return t("lib.change.none")
+    parts = [
+        t(f"lib.change.{kind}", n=len(items))
+        for kind, items in (
+            ("added", c.added),
+            ("removed", c.removed),
+            ("edited", c.edited),
+            ("failed", c.failed),
+        )
+        if items
+    ]
+    return " · ".join(parts)
+
+
+def _changes_tooltip(c: SnapshotChanges) -> str:
+    lines = [
+        f"{sign} {', '.join(items)}"
+        for sign, items in (("+", c.added), ("−", c.removed), ("✎", c.edited), ("✗", c.failed))
+        if items
+    ]
+    return "\n".join(lines)
+
+
+def rollback_question(t: Texts, target: SnapshotView) -> tuple[str, list[str]]:
+    """The rollback dialog's question and its consequences, in words (never a raw id)."""
+    question = t(
+        "lib.rollback_confirm", when=when(t, target.created_at), documents=target.documents
+    )
+    since = target.since
+    details: list[str] = []
+    if since.known:
+        if since.added:
+            details.append(t("lib.rollback_added", n=len(since.added)))
+        if since.removed:
+            details.append(t("lib.rollback_removed", n=len(since.removed)))
+        if since.edited:
+            details.append(t("lib.rollback_edited", n=len(since.edited)))
+        if not (since.added or since.removed or since.edited):
+            details.append(t("lib.rollback_same"))
+    details.append(t("lib.rollback_safe"))
+    return question, details
+
+
 def _snapshots(app: App, t: Texts, box: ui.column, refresh: Callable[[], None]) -> None:
     box.clear()
     try:
@@ -288,29 +402,45 @@ def _snapshots(app: App, t: Texts, box: ui.column, refresh: Callable[[], None]) 
             ).mark("gc-button")
         for s in items:
             with ui.row().classes("w-full items-center no-wrap").mark("snapshot-row"):
-                ui.label(
-                    t(
-                        "lib.snapshot_row",
-                        created=s.created_at,
-                        status=s.status,
-                        documents=s.documents,
-                        blocks=s.blocks,
-                        failed=s.failed,
-                    )
-                ).classes("grow text-sm")
+                with ui.column().classes("grow gap-0"):
+                    ui.label(
+                        t(
+                            "lib.snapshot_row",
+                            created=when(t, s.created_at),
+                            status=t(f"lib.snapshot_status.{s.status}"),
+                            documents=s.documents,
+                            blocks=s.blocks,
+                        )
+                    ).classes("text-sm").tooltip(s.id).mark("snapshot-summary")
+                    changes = ui.label(changes_text(t, s.changes)).classes("text-xs text-slate-500")
+                    changes.mark("snapshot-changes")
+                    tip = _changes_tooltip(s.changes)
+                    if tip:
+                        changes.tooltip(tip)
                 if s.active:
                     ui.badge(t("lib.active")).mark("active-snapshot")
                 elif s.status in ("ready", "ready_partial"):
 
-                    def activate(sid: str = s.id) -> None:
+                    def activate(s: SnapshotView = s) -> None:
                         try:
-                            app.activate(sid)
+                            app.activate(s.id)
                         except Exception as exc:  # e.g. damaged snapshot: say so
                             show_error(t, exc)
                             return
-                        ui.notify(t("lib.activated", id=sid), type="positive")
+                        ui.notify(
+                            t("lib.activated", when=when(t, s.created_at), documents=s.documents),
+                            type="positive",
+                        )
                         refresh()
 
-                    ui.button(t("lib.activate"), on_click=activate).props("outline dense").mark(
-                        "activate-button"
-                    )
+                    def ask_activate(
+                        s: SnapshotView = s, activate: Callable[[], None] = activate
+                    ) -> None:
+                        question, details = rollback_question(t, s)
+                        confirm(
+                            t, question, activate, details=details, yes_text=t("lib.rollback_yes")
+                        )
+
+                    ui.button(t("lib.activate"), icon="history", on_click=ask_activate).props(
+                        "outline dense no-caps"
+                    ).mark("activate-button")

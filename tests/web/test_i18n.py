@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import string
 from pathlib import Path
 
 import pytest
 
-from web.i18n import TEXTS, Texts
+from web.i18n import TEXTS, Texts, when
 
 WEB = Path(__file__).resolve().parents[2] / "web"
 
@@ -82,3 +83,13 @@ def test_a_count_written_as_text_still_picks_its_form() -> None:
 def test_no_english_text_hedges_a_plural() -> None:
     hedged = [key for key, (en, _) in TEXTS.items() if re.search(r"\w\(s\)", en)]
     assert hedged == []
+
+
+def test_times_read_as_a_local_day_and_hour_in_each_language() -> None:
+    plus8 = dt.timezone(dt.timedelta(hours=8))
+    now = dt.datetime(2026, 12, 2, 20, 0, tzinfo=plus8)
+    assert when(Texts("en"), "2026-12-02T02:14:00Z", now) == "2 Dec 10:14"
+    assert when(Texts("zh"), "2026-12-02T02:14:00Z", now) == "12月2日 10:14"
+    assert when(Texts("en"), "2025-01-31T23:30:00Z", now) == "1 Feb 2025 07:30"
+    assert when(Texts("zh"), "2025-01-31T23:30:00Z", now) == "2025年2月1日 07:30"
+    assert when(Texts("en"), "not a time", now) == "not a time"

@@ -87,9 +87,29 @@ async def test_failed_document_shows_its_reason_and_retry_imports_the_fixed_file
     await ui_user.should_see("notes.md — parse: invalid_encoding")
     bad.write_text("# Notes\n\nThe drain event resumes writing.\n", encoding="utf-8")
     ui_user.find(marker="retry-button").click()
+    await eventually(lambda: ui_user.notify.contains("Importing notes.md again"))
     await eventually(lambda: not found(ui_user, "failed-document"), timeout_s=60)
     titles = [d.title for d in service.documents()]
     assert "Notes" in titles and len(titles) == 3
+    await eventually(lambda: ui_user.notify.contains("notes.md is imported now."))
+
+
+async def test_retry_that_fails_again_says_why(
+    ui_user: User, tmp_path: Path, docs: Path, no_keys: None
+) -> None:
+    bad = docs / "notes.md"
+    bad.write_bytes(b"\xff\xfe\x00\x00" + bytes(range(256)) * 40)
+    service = service_for(tmp_path / "home")
+    register(service)
+    await ui_user.open("/library")
+    await import_path(ui_user, docs)
+    await eventually(lambda: bool(found(ui_user, "failed-document")), timeout_s=60)
+    ui_user.find(marker="retry-button").click()
+    await eventually(
+        lambda: ui_user.notify.contains("notes.md failed again (parse: invalid_encoding)"),
+        timeout_s=60,
+    )
+    assert len(found(ui_user, "failed-document")) == 1
 
 
 async def test_upload_imports_the_uploaded_files(
@@ -119,12 +139,50 @@ async def test_remove_then_roll_back_to_the_older_snapshot(
     first = found(ui_user, "remove-button")[0]
     UserInteraction(ui_user, {first}, None).click()
     await ui_user.should_see(marker="confirm-dialog")
+    assert "New questions will not find it" in texts_of(ui_user, "confirm-message")[0]
     ui_user.find(marker="confirm-yes").click()
     await eventually(lambda: len(service.documents()) == 1, timeout_s=30)
     await eventually(lambda: len(found(ui_user, "snapshot-row")) == 2)
+    # Newest first: the removal, then the first import.
+    assert texts_of(ui_user, "snapshot-changes") == ["−1 removed", "+2 added"]
+    older = service.snapshots()[0]
     ui_user.find(marker="activate-button").click()
+    await ui_user.should_see(marker="confirm-dialog")
+    question = texts_of(ui_user, "confirm-message")[-1]
+    assert question.startswith("Go back to the library as it was on ")
+    assert question.endswith("(2 documents)?") and older.id not in question
+    details = texts_of(ui_user, "confirm-detail")
+    assert details == [
+        "The 1 document removed since will be searched again.",
+        "Nothing is deleted: the current version stays in this list and you can come back to it.",
+    ]
+    assert len(service.documents()) == 1  # nothing happens before the answer
+    UserInteraction(ui_user, {found(ui_user, "confirm-yes")[-1]}, None).click()
     await eventually(lambda: len(service.documents()) == 2)
     assert service.snapshots()[0].active  # the older one (history is oldest first)
+    assert ui_user.notify.contains("The library is back as it was on ")
+
+
+async def test_rollback_can_be_declined_and_says_what_added_documents_become(
+    ui_user: User, tmp_path: Path, docs: Path, no_keys: None
+) -> None:
+    service = service_for(tmp_path / "home")
+    first = service.new_import([docs / "events.md"])
+    await first.run()
+    second = service.new_import([docs])
+    await second.run()
+    register(service)
+    await ui_user.open("/library")
+    assert texts_of(ui_user, "snapshot-changes") == ["+1 added", "+1 added"]
+    ui_user.find(marker="activate-button").click()
+    await ui_user.should_see(marker="confirm-dialog")
+    assert texts_of(ui_user, "confirm-message")[0].endswith("(1 document)?")
+    assert texts_of(ui_user, "confirm-detail")[0] == (
+        "The 1 document added since will not be searched."
+    )
+    ui_user.find(marker="confirm-no").click()
+    await anyio.sleep(0.3)
+    assert service.snapshots()[-1].active and len(service.documents()) == 2
 
 
 async def test_collections_can_be_created_switched_renamed_and_deleted(
@@ -145,6 +203,9 @@ async def test_collections_can_be_created_switched_renamed_and_deleted(
     assert service.current_collection() == "papers" and "notes" not in service.collections()
     await ui_user.open("/library")
     ui_user.find(marker="collection-delete").click()
+    assert texts_of(ui_user, "confirm-message")[0].startswith(
+        "Delete the collection papers with its 0 documents and 0 snapshots?"
+    )
     ui_user.find(marker="confirm-yes").click()
     await eventually(lambda: "papers" not in service.collections())
     ui_user.find(marker="collection-name").type("bad/name")
