@@ -2,10 +2,10 @@
 
 `async with App.open(home)` (or `async with app.running()` on an App made earlier) runs one task
 group owning the long-lived actors: the trace writer (one per app, drop-not-block), the parse
-worker pool, background imports (one at a time, each an `ImportJob` handle), and questions
-(`AskRun` handles). Everything a page or a command does goes through a method here; a method
-that touches the disk for longer than a small file read is async and runs off the event loop.
-Written against anyio only.
+worker pool, background imports (one at a time, each an `ImportJob` handle), and the harness
+runner's questions (`App.ask`, each an `AskRun` handle with a bounded event stream). Everything
+a page or a command does goes through a method here; a method that touches the disk for longer
+than a small file read is async and runs off the event loop. Written against anyio only.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import os
 import re
 import secrets
 import shutil
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,11 +56,9 @@ from engine.config import Config, ConfigError, load_config
 from engine.embedding import EmbeddingCache, EmbeddingProvider
 from engine.embedding.providers import provider_for
 from engine.errors import UserError
-from engine.harness import Budgets, Citation, Evidence, MarkerNumbers
-from engine.harness.citations import cited, resolve
+from engine.harness import Budgets, Citation
 from engine.keycheck import KeyCheck, check_chat_key, check_embedding
 from engine.paths import DataDir, check_collection_name, data_home
-from engine.prompts.bundle import BundleError
 from engine.prompts.registry import BundleDiff, BundleInfo, BundleRegistry
 from engine.secrets import (
     ENV_NAMES,
@@ -149,8 +147,8 @@ class App:
     # -- the actors --------------------------------------------------------------------------
     @asynccontextmanager
     async def running(self, *, warm_parse_workers_after: float | None = None) -> AsyncIterator[App]:
-        """Run the long-lived actors until the block ends: the trace writer, background
-        imports and questions started with `start_import`, and (when asked) the parse workers
+        """Run the long-lived actors until the block ends: the trace writer, imports started
+        with `start_import`, questions started with `ask`, and (when asked) the parse workers
         warmed after `warm_parse_workers_after` seconds. Leaving the block pauses a running
         import (its journal keeps it: the next start resumes it), then writes what the trace
         writer still holds, then closes the embedding provider."""
@@ -675,13 +673,18 @@ class App:
         return await self._source_reader().render_pdf_page(path, page, highlight)
 
     # -- questions and conversations ---------------------------------------------------------
-    def new_question(
+    def ask(
         self, question: str, conversation_id: str | None = None, collection: str | None = None
     ) -> AskRun:
-        """A question to run with `await run.run(on_event)`; `run.stop()` cancels it."""
+        """Start a question on the harness runner (the app's task group); follow it with
+        `async with run.events()` and `await run.wait()`, cancel it with `run.stop()`."""
         from actors.jobs import AskRun
 
-        return AskRun(self, question, conversation_id, self.resolve_collection(collection))
+        if self._tasks is None:
+            raise RuntimeError("ask needs a running app (App.open or app.running())")
+        run = AskRun(self, question, conversation_id, self.resolve_collection(collection))
+        self._tasks.start_soon(run.run, name="citewise-question")
+        return run
 
     def conversations(self, collection: str | None = None) -> list[ConversationSummary]:
         from actors.conversations import ConversationStore
@@ -699,20 +702,16 @@ class App:
     def history_citations(
         self, answer: str, snapshot_id: str | None, collection: str | None = None
     ) -> list[Citation]:
-        """The citations of an earlier answer, looked up again in the snapshot it used.
+        """The citations of an earlier answer, looked up again in the snapshot it used."""
+        from actors.history import history_citations
 
-        Which blocks that request had retrieved is not kept with the conversation, so a
-        citation counts as valid here when its block exists in that snapshot."""
-        catalog = self.catalog(collection)
-        if snapshot_id is None or catalog.manifest(snapshot_id) is None:
-            return []
-        with catalog.pinned(snapshot_id) as snap:
-            return resolve(answer, _cited_evidence(answer), snap)
+        return history_citations(self.catalog(collection), answer, snapshot_id)
 
     def numbered(self, answer: str) -> str:
         """An earlier answer with its citation markers shown as [n]."""
-        numbers = MarkerNumbers(_cited_evidence(answer))
-        return numbers.feed(answer) + numbers.flush()
+        from actors.history import numbered
+
+        return numbered(answer)
 
     def spending(self) -> SpendingTotals:
         """Today's and this month's chat cost with the caps of the current settings (one small
@@ -771,39 +770,17 @@ class App:
 
     def bundles(self) -> list[BundleInfo]:
         """Every prompt bundle (shipped first); `active` marks the one new questions use."""
-        with _bundle_errors():
-            return BundleRegistry.of(self.data).list()
+        return BundleRegistry.of(self.data).list()
 
     def bundle_diff(self, a: str, b: str) -> BundleDiff:
-        with _bundle_errors():
-            return BundleRegistry.of(self.data).diff(a, b)
+        return BundleRegistry.of(self.data).diff(a, b)
 
     def promote_bundle(self, ref: str) -> str:
         """Make a frozen bundle the baseline (the page asked first); its id@version."""
-        with _bundle_errors():
-            bundle = BundleRegistry.of(self.data).promote(ref, confirm=True)
+        bundle = BundleRegistry.of(self.data).promote(ref, confirm=True)
         return f"{bundle.id}@{bundle.version}"
 
     def rollback_bundle(self) -> str:
         """Return to the baseline before the last promotion; its id@version."""
-        with _bundle_errors():
-            bundle = BundleRegistry.of(self.data).rollback()
+        bundle = BundleRegistry.of(self.data).rollback()
         return f"{bundle.id}@{bundle.version}"
-
-
-@contextmanager
-def _bundle_errors() -> Iterator[None]:
-    """A registry's refusal (unknown ref, tampered bundle…) as the AppError a person reads."""
-    try:
-        yield
-    except BundleError as exc:
-        raise AppError(str(exc)) from None
-
-
-def _cited_evidence(answer: str) -> Evidence:
-    """Every block an answer's markers cite, as evidence seen (the answer is from history)."""
-    evidence = Evidence()
-    for item, _ in cited(answer):
-        doc_id, _, block_id = item.partition("#")
-        evidence.add(doc_id, block_id, "history")
-    return evidence

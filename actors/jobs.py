@@ -7,17 +7,19 @@ sample replaces nothing and is dropped (counted); the next one carries the whole
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import anyio
-from anyio.streams.memory import MemoryObjectSendStream
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from actors.asking import AskResult, OnEvent, ask
+from actors.asking import AskResult, ask
 from actors.ingest import ImportProgress, ImportResult, PauseGate
 from actors.journal import Journal
 from actors.tracing import IngestTracer, trace_writer, traced
+from engine.harness.events import Event
 
 if TYPE_CHECKING:
     from actors.app import App
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
 JobState = Literal["running", "paused", "building", "done", "cancelled", "failed"]
 
 PROGRESS_BUFFER = 16  # samples a reader of `progress_events()` may fall behind by
+EVENT_BUFFER = 64  # harness events a reader of `AskRun.events()` may fall behind by
 
 
 class ImportJob:
@@ -149,7 +152,14 @@ class ImportJob:
 
 
 class AskRun:
-    """One question; `stop()` cancels it (no answer is recorded then)."""
+    """One question, run by the App's harness runner (a task in its task group).
+
+    `events()` streams what happens (one reader, from the start) over a channel of
+    `EVENT_BUFFER` events: a reader that falls behind holds the question up (back-pressure),
+    a reader that leaves lets it finish unobserved. `wait()` gives the result, or None when
+    stopped; `stop()` cancels it (no answer is recorded then). The question keeps running
+    when its page is closed or reloaded, so its answer is recorded all the same.
+    """
 
     def __init__(
         self, app: App, question: str, conversation_id: str | None, collection: str
@@ -159,7 +169,12 @@ class AskRun:
         self.conversation_id = conversation_id
         self.collection = collection
         self.trace_dropped = 0
+        self.result: AskResult | None = None
+        self.exception: Exception | None = None  # what ended it when it did not finish
+        self.finished = anyio.Event()
         self._scope = anyio.CancelScope()
+        self._send, self._receive = anyio.create_memory_object_stream[Event](EVENT_BUFFER)
+        self._reading = False
 
     @property
     def stopped(self) -> bool:
@@ -168,29 +183,56 @@ class AskRun:
     def stop(self) -> None:
         self._scope.cancel()
 
-    async def run(self, on_event: OnEvent | None) -> AskResult | None:
-        """The result, or None when stopped. Raises a UserError when asking cannot start.
+    def events(self) -> MemoryObjectReceiveStream[Event]:
+        """Every event of this question from its start until it ends; one reader, who uses it
+        as `async with run.events() as events: async for event in events: …` (leaving the
+        block lets the question go on unobserved)."""
+        if self._reading:
+            raise RuntimeError("a question's events have one reader")
+        self._reading = True
+        return self._receive
+
+    async def wait(self) -> AskResult | None:
+        """The result once the question ended, None when it was stopped; raises a UserError
+        when asking could not start, or the bug that ended it."""
+        if not self._reading:  # nobody reads the events: the question must not wait for one
+            self._reading = True
+            self._receive.close()
+        await self.finished.wait()
+        if self.exception is not None:
+            raise self.exception
+        return self.result
+
+    async def run(self) -> None:
+        """The harness runner's work for this question (App.ask starts it).
 
         Every event goes to the app's trace writer first (never waiting); `trace_dropped`
         says how many trace records were lost, so the page can warn that the trace is partial.
         """
-        with self._scope:
-            try:
+        try:
+            with self._scope:
                 async with trace_writer(self.app) as writer:
                     dropped_before = writer.health().dropped
                     try:
-                        return await ask(
+                        self.result = await ask(
                             self.app,
                             self.question,
                             conversation_id=self.conversation_id,
                             collection=self.collection,
-                            on_event=traced(writer, on_event),
+                            on_event=traced(writer, self._publish),
                         )
                     finally:
                         self.trace_dropped = writer.health().dropped - dropped_before
-            except ExceptionGroup as group:  # a task group wraps what ask raised
-                raise _single(group) from None
-        return None
+        except Exception as exc:  # kept for `wait()`: the app's other actors go on
+            self.exception = _single(exc)
+        finally:
+            self.finished.set()
+            self._send.close()
+
+    async def _publish(self, event: Event) -> None:
+        # A reader that left lets the question go on without one.
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await self._send.send(event)
 
 
 def _is_user_error(error: Exception) -> bool:

@@ -64,7 +64,7 @@ def concurrent_questions(report: Report, quick: bool) -> None:
     )
     report.notes.append(
         f"{QUESTIONS} questions start together on one asyncio loop through "
-        "App.new_question (as the ask page does), each a search_blocks turn and a streamed "
+        "App.ask (as the ask page does), each a search_blocks turn and a streamed "
         "Finish from the scripted chat server; meanwhile the library's ImportJob imports "
         f"{more_docs} documents whose embedding requests each wait 50 ms. Servers run in a "
         "child process. Full trace mode."

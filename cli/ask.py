@@ -100,8 +100,11 @@ async def cmd_ask(app: App, args: argparse.Namespace) -> int:
     if not question:
         raise AppError('ask needs a question, e.g. citewise ask "what is the event loop?"')
     printer = _AnswerPrinter(quiet=args.json)
-    run = app.new_question(question, args.conversation, args.collection)
-    result = await run.run(printer)
+    run = app.ask(question, args.conversation, args.collection)
+    async with run.events() as events:
+        async for event in events:
+            await printer(event)
+    result = await run.wait()
     printer.done()
     dropped = run.trace_dropped
     if result is None:  # stopped: nothing was recorded

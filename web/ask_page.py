@@ -114,15 +114,17 @@ def build(app: App, question: str | None = None) -> None:
         if state.running is not None:
             ui.notify(t("ask.busy"))
             return
-        run = app.new_question(text, state.conversation_id)
-        state.running = run
+        with thread:
+            view = AnswerView(t, LiveAnswer(app.budgets()), text, gauge, open_chip)
         box.set_value("")
         ask_button.disable()
         stop_button.enable()
-        with thread:
-            view = AnswerView(t, LiveAnswer(app.budgets()), text, gauge, open_chip)
         try:
-            result = await run.run(view.on_event)
+            run = state.running = app.ask(text, state.conversation_id)
+            async with run.events() as events:
+                async for event in events:
+                    await view.on_event(event)
+            result = await run.wait()
         except Exception as exc:  # shown in the answer card; the page stays usable
             view.failed(_ask_error(t, exc))
             if not isinstance(exc, USER_ERRORS):

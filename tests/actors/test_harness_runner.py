@@ -243,3 +243,82 @@ async def test_an_unknown_conversation_is_refused(app: App, chat: ChatClient) ->
         await _ask(app, chat, "q", conversation_id="c20250101-120000-abcdef")
     with pytest.raises(AppError, match="not a conversation id"):
         await _ask(app, chat, "q", conversation_id="../../secrets")
+
+
+# -- App.ask: questions on the app's harness runner -----------------------------------------------
+@pytest.fixture
+async def served_app(
+    tmp_path: Path, chat_server: ChatServer, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[App]:
+    """A running App with one document whose chat client talks to the scripted server."""
+    monkeypatch.setenv("CITEWISE_DEEPSEEK_API_KEY", "k")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "events.md").write_text(EVENTS, encoding="utf-8")
+    app = make_app(tmp_path / "home", chat={"base_url": chat_server.url})
+    async with app.running():
+        assert (await app.import_paths([docs])).status == "ready"
+        yield app
+
+
+LONG_ANSWER = "Listeners run in the order they were added. " * 40  # ~230 streamed chunks
+
+
+async def test_a_question_streams_its_events_and_is_recorded_after_its_reader_leaves(
+    served_app: App, chat_server: ChatServer
+) -> None:
+    chat_server.script(finish(LONG_ANSWER, chunk_chars=8, chunk_delay_s=0.001))
+    run = served_app.ask("How do listeners run?")
+    seen: list[Event] = []
+    async with run.events() as events:
+        async for event in events:
+            seen.append(event)
+            if isinstance(event, AnswerDelta):
+                break  # the page was closed mid-answer
+    result = await run.wait()
+    assert isinstance(seen[0], RequestStarted)
+    assert result is not None and result.finished.answer == LONG_ANSWER.strip()
+    store = ConversationStore(served_app.data, served_app.current_collection())
+    [turn] = store.load(result.conversation_id)
+    assert turn.answer == LONG_ANSWER.strip()
+
+
+async def test_a_question_nobody_reads_finishes_past_its_event_buffer(
+    served_app: App, chat_server: ChatServer
+) -> None:
+    chat_server.script(finish(LONG_ANSWER, chunk_chars=4))  # far more events than the buffer
+    with anyio.fail_after(HOLD_LIMIT_S):
+        result = await served_app.ask("How do listeners run?").wait()
+    assert result is not None and result.finished.answer == LONG_ANSWER.strip()
+
+
+async def test_a_reader_sees_every_event_up_to_the_finish(
+    served_app: App, chat_server: ChatServer
+) -> None:
+    chat_server.script(finish(LONG_ANSWER, chunk_chars=4))
+    run = served_app.ask("How do listeners run?")
+    async with run.events() as events:
+        seen = [event async for event in events]
+    text = "".join(e.text for e in seen if isinstance(e, AnswerDelta))
+    assert isinstance(seen[-1], RequestFinished)
+    assert text.strip() == LONG_ANSWER.strip()
+    with pytest.raises(RuntimeError, match="one reader"):
+        run.events()
+
+
+async def test_stopping_a_question_ends_its_events_and_records_nothing(
+    served_app: App, chat_server: ChatServer
+) -> None:
+    chat_server.script(Delay(HOLD_LIMIT_S))
+    run = served_app.ask("How do listeners run?")
+    async with run.events() as events:
+        async for event in events:
+            if isinstance(event, RequestStarted):
+                run.stop()
+    assert await run.wait() is None
+    assert served_app.conversations() == []
+
+
+async def test_asking_needs_a_running_app(app: App) -> None:
+    with pytest.raises(RuntimeError, match="running app"):
+        app.ask("How do listeners run?")

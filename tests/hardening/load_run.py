@@ -187,7 +187,7 @@ async def run_load(
     async with app.running():  # the app's one trace writer and its import task, as in the UI
         await app.warm()
         await app.import_paths([first])
-        warm = await app.new_question("warm-up: what is an event emitter?").run(None)
+        warm = await app.ask("warm-up: what is an event emitter?").wait()
         assert warm is not None  # the first question pays one-time imports; it is not measured
         lag: list[float] = []
         busy: list[float] = []
@@ -202,9 +202,9 @@ async def run_load(
                 busy.append((time.thread_time() - cpu0) * 1000)
 
         async def one(i: int) -> None:
-            run = app.new_question(f"In what order are event listeners called? ({i})")
+            run = app.ask(f"In what order are event listeners called? ({i})")
             try:
-                results[i] = await run.run(None)
+                results[i] = await run.wait()
             except Exception as exc:  # counted: a question that ended without a result
                 errors.append(f"question {i}: {type(exc).__name__}: {exc}")
                 results[i] = None
