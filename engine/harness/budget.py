@@ -50,9 +50,15 @@ class Counters(msgspec.Struct, kw_only=True):
     completion_tokens: int = 0
     cache_hit_tokens: int = 0
     reasoning_tokens: int = 0
-    protocol_errors: int = 0
+    protocol_errors: int = 0  # non-final replies that broke the protocol or named no tool
     model_retries: int = 0
     tool_retries: int = 0
+
+    @property
+    def actions(self) -> int:
+        """What max_tool_calls limits: tool calls dispatched plus replies that were not a
+        valid whitelisted tool call (protocol errors, tools outside the whitelist)."""
+        return self.tool_calls + self.protocol_errors
 
 
 Verdict = Literal["accepted", "context_budget_exceeded", "request_budget_exceeded"]

@@ -395,14 +395,20 @@ async def _model_call(
         latency = (time.monotonic() - t0) * 1000
         if streamer.started:
             await run.emit(ev.AnswerRetracted, reason=f"the model call failed: {exc.message}")
-        spent = prompt_tokens + run.history.tokens_for(streamer.text) if streamer.text else 0
-        c.used_tokens += spent
+        failed_usage = _failed_usage(run, exc, streamer.text, prompt_tokens)
+        failed_cost = 0.0
+        if failed_usage is not None:
+            _spend(c, failed_usage)
+            failed_cost = cost_of(failed_usage, run.deps.price)
+            run.cost += failed_cost
         await run.emit(
             ev.ModelCallFinished,
             turn=turn,
             attempt=attempt,
             ok=False,
-            usage=None,
+            usage=failed_usage,
+            usage_counted=failed_usage is not None,
+            cost=failed_cost,
             latency_ms=latency,
             first_token_ms=(first[0] - t0) * 1000 if first else None,
             reply=streamer.text,
@@ -413,11 +419,7 @@ async def _model_call(
         return exc
     latency = (time.monotonic() - t0) * 1000
     usage, counted = _usage(run, response, prompt_tokens)
-    c.used_tokens += usage.prompt_tokens + usage.completion_tokens
-    c.prompt_tokens += usage.prompt_tokens
-    c.completion_tokens += usage.completion_tokens
-    c.cache_hit_tokens += usage.prompt_cache_hit_tokens
-    c.reasoning_tokens += usage.reasoning_tokens
+    _spend(c, usage)
     cost = cost_of(usage, run.deps.price)
     run.cost += cost
     parsed = parse_reply(response.content)
@@ -444,6 +446,43 @@ async def _model_call(
         reasoning=response.reasoning_content,
     )
     return response
+
+
+def _spend(c: Counters, usage: ChatUsage) -> None:
+    c.used_tokens += usage.prompt_tokens + usage.completion_tokens
+    c.prompt_tokens += usage.prompt_tokens
+    c.completion_tokens += usage.completion_tokens
+    c.cache_hit_tokens += usage.prompt_cache_hit_tokens
+    c.reasoning_tokens += usage.reasoning_tokens
+
+
+# Failures that never reached the vendor (ChatError.cause, where the client names one).
+_NEVER_SENT = frozenset({"dns", "refused", "proxy", "tls"})
+# Codes of failures after the request was sent with no HTTP error status: the vendor may be
+# generating (timeout), or answered 200 and then broke off (connection, bad_response, an error
+# event in the stream).
+_MAY_BILL = frozenset({"timeout", "connection", "bad_response", "server_error"})
+
+
+def _failed_usage(run: _Run, exc: ChatError, streamed: str, prompt_tokens: int) -> ChatUsage | None:
+    """What a failed call counts against the budget: None when the vendor refused it (an
+    HTTP error status: 4xx, 429, 5xx) or it never reached the vendor; otherwise the prompt
+    as the tokenizer counts it plus whatever streamed, because a vendor that accepted the
+    call may bill it even when nothing (or only part of the answer) arrived. A failed call
+    carries no usage of the vendor's, so the tokenizer is the only count there is."""
+    accepted = bool(streamed) or (
+        exc.status is None
+        and exc.code in _MAY_BILL
+        and getattr(exc, "cause", "") not in _NEVER_SENT
+    )
+    if not accepted:
+        return None
+    completion = run.deps.counter.count(streamed) if streamed else 0
+    return ChatUsage(
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion,
+        total_tokens=prompt_tokens + completion,
+    )
 
 
 def _usage(run: _Run, response: ChatResponse, prompt_tokens: int) -> tuple[ChatUsage, bool]:
@@ -487,22 +526,39 @@ async def _after_reply(run: _Run, turn: int, response: ChatResponse, final: bool
     reply_tokens = await run.count_message(response.content)
     run.history.add("assistant", response.content, "reply", tokens=reply_tokens)
     if isinstance(parsed, ProtocolViolation):
-        run.protocol_streak += 1
-        run.counters.protocol_errors += 1
-        await run.emit(
-            ev.ProtocolErrorSeen, turn=turn, message=parsed.message, consecutive=run.protocol_streak
-        )
-        if run.protocol_streak >= run.deps.limits.max_consecutive_protocol_errors:
-            return Done(
-                "protocol_error",
-                None,
-                f"The model broke the response protocol {run.protocol_streak} times in a row "
-                f"(last: {parsed.message}); the request ends without an answer.",
-            )
-        await run.observe(problem("protocol_error", None, parsed.message))
-        return ModelTurn()
-    run.protocol_streak = 0
+        return await _violation(run, turn, "protocol_error", None, parsed.message)
     return ToolStep(turn, parsed)
+
+
+async def _violation(
+    run: _Run, turn: int, status: HarnessStatus, tool: str | None, message: str
+) -> State | Done:
+    """A reply that is not a valid whitelisted tool call (nor a Finish): it raises the streak
+    of consecutive protocol errors (two end the request) and counts toward max_tool_calls
+    like a tool call, so a model that loops on it makes at most max_tool_calls + 2 calls."""
+    c = run.counters
+    run.protocol_streak += 1
+    c.protocol_errors += 1
+    await run.emit(
+        ev.ProtocolErrorSeen, turn=turn, message=message, consecutive=run.protocol_streak
+    )
+    if run.protocol_streak >= run.deps.limits.max_consecutive_protocol_errors:
+        return Done(
+            "protocol_error",
+            None,
+            f"The model broke the response protocol {run.protocol_streak} times in a row "
+            f"(last: {message}); the request ends without an answer.",
+        )
+    await run.observe(problem(status, tool, message))
+    limit = run.budgets.max_tool_calls
+    if c.actions > limit:
+        await run.finalize(
+            "tool_call_limit",
+            f"The limit of {limit} tool calls for one request is reached (replies that were "
+            "not a valid tool call count too). Finish now with what you have and say what is "
+            "missing.",
+        )
+    return ModelTurn()
 
 
 @dataclass(frozen=True)
@@ -514,17 +570,18 @@ class ToolStep:
         name, args = self.action.name, self.action.args
         c, budgets = run.counters, run.budgets
         if name not in WHITELIST:
-            await self._refused(
-                run,
-                "tool_unavailable",
-                f"There is no tool named {name!r}. The only tools are: "
-                f"{', '.join(WHITELIST)}. Use one of them or finish.",
-            )
-            return ModelTurn()
-        if c.tool_calls >= budgets.max_tool_calls:
             message = (
-                f"The limit of {budgets.max_tool_calls} tool calls for one request is reached; "
-                f"{name} was not run. Finish now with what you have and say what is missing."
+                f"There is no tool named {name!r}. The only tools are: "
+                f"{', '.join(WHITELIST)}. Use one of them or finish."
+            )
+            await self._refused(run, "tool_unavailable", message, observe=False)
+            return await _violation(run, self.turn, "tool_unavailable", name, message)
+        run.protocol_streak = 0
+        if c.actions >= budgets.max_tool_calls:
+            message = (
+                f"The limit of {budgets.max_tool_calls} tool calls for one request is reached "
+                f"(replies that were not a valid tool call count too); {name} was not run. "
+                "Finish now with what you have and say what is missing."
             )
             await self._refused(run, "tool_call_limit", message)
             await run.finalize("tool_call_limit", message)
@@ -632,7 +689,9 @@ class ToolStep:
             await run.observe(problem("request_budget_exceeded", name, message))
             await run.finalize("budget", message)
 
-    async def _refused(self, run: _Run, status: HarnessStatus, message: str) -> None:
+    async def _refused(
+        self, run: _Run, status: HarnessStatus, message: str, *, observe: bool = True
+    ) -> None:
         name, args = self.action.name, self.action.args
         await run.emit(ev.ToolCallStarted, turn=self.turn, call=0, tool=name, args=args)
         await run.emit(
@@ -644,7 +703,8 @@ class ToolStep:
             harness_status=status,
             outcome="refused",
         )
-        await run.observe(problem(status, name, message))
+        if observe:
+            await run.observe(problem(status, name, message))
 
 
 def _tool_retry_wait(limits: Limits, internal: ToolInternals) -> float:

@@ -67,20 +67,25 @@ def _thought(reply: str, action_start: int) -> str:
 def parse_reply(reply: str) -> Parsed:
     """The one Action of `reply`, or what is wrong with it.
 
+    A Finish takes everything from `Finish[` up to the reply's last `]` as the answer,
+    whatever its lines start with: an answer may explain the protocol or quote a document
+    with `Action:` or `Observation:` lines. Outside that answer the protocol holds: an
+    `Observation:` line (before the Action, or after a tool call or the answer's `]`) is a
+    self-written observation, and a second `Action:` outside the answer is two Actions.
+
     Tolerated: code fences around the Action, a multi-line Finish, trailing whitespace, spaces
     around `Action:`, `list_documents[]` for no arguments. Refused: no Action, two Actions, a
     self-written Observation, arguments that are not one JSON object, text after a tool call.
     Unknown tool names parse (the whitelist check answers them with tool_unavailable).
     """
-    if _OBSERVATION.search(reply):
-        return ProtocolViolation(
-            message="Your reply contains an `Observation:` line. Observations are written by "
-            "the system after it runs your Action; never write one yourself. " + _FORMAT_HINT
-        )
     starts = list(_ACTION.finditer(reply))
     if not starts:
+        if _OBSERVATION.search(reply):
+            return _self_observed()
         return ProtocolViolation(message="Your reply has no `Action:` line. " + _FORMAT_HINT)
     first = starts[0]
+    if _OBSERVATION.search(reply, 0, first.start()):
+        return _self_observed()
     name_match = _NAME.match(reply, first.end())
     if name_match is None:
         return ProtocolViolation(
@@ -91,10 +96,20 @@ def parse_reply(reply: str) -> Parsed:
     thought = _thought(reply, first.start())
     body_start = name_match.end()
     if name.lower() == _FINISH:
-        return _finish(reply, body_start, starts, thought)
+        return _finish(reply, body_start, thought)
+    if _OBSERVATION.search(reply, first.end()):
+        return _self_observed()
     if len(starts) > 1:
         return _two_actions()
     return _tool(name, reply[body_start:], thought)
+
+
+def _self_observed() -> ProtocolViolation:
+    return ProtocolViolation(
+        message="Your reply contains an `Observation:` line outside a Finish answer. "
+        "Observations are written by the system after it runs your Action; never write one "
+        "yourself. " + _FORMAT_HINT
+    )
 
 
 def _two_actions() -> ProtocolViolation:
@@ -104,17 +119,21 @@ def _two_actions() -> ProtocolViolation:
     )
 
 
-def _finish(reply: str, body_start: int, starts: list[re.Match[str]], thought: str) -> Parsed:
+def _finish(reply: str, body_start: int, thought: str) -> Parsed:
     close = reply.rfind("]")
     if close < body_start:
         return ProtocolViolation(
             message="`Action: Finish[` is never closed with `]`. Put the whole answer inside "
             "the brackets; if the answer is long, make it shorter so it fits."
         )
-    for later in starts[1:]:
-        # A second Action line inside the answer that itself looks like an Action.
-        if _NAME.match(reply, later.end()):
-            return _two_actions()
+    # Only text after the answer's last `]` is outside it (it holds no `]` by construction).
+    if _OBSERVATION.search(reply, close + 1):
+        return _self_observed()
+    if _ACTION.search(reply, close + 1):
+        return ProtocolViolation(
+            message="Your reply has an `Action:` after `Finish[...]`. Finish ends the turn: "
+            "put everything of the answer inside its brackets and nothing after them."
+        )
     answer = reply[body_start:close].strip()
     if not answer:
         return ProtocolViolation(message="`Finish[]` is empty: put the answer inside it.")

@@ -49,7 +49,15 @@ from engine.tokens import TokenCounter
 from engine.tools import TOOL_NAMES, ToolContext, render_tools, run_tool
 from index.snapshot import Snapshot
 from tests.corpus import make_app, run_import
-from tests.servers.chat_server import ChatServer, Drop, Status, Text, Usage
+from tests.servers.chat_server import (
+    ChatServer,
+    Drop,
+    Status,
+    Text,
+    Usage,
+    completion_tokens_for,
+    prompt_tokens_for,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -271,6 +279,111 @@ async def test_a_tool_outside_the_whitelist_gets_tool_unavailable(
     assert "search_blocks" in obs["message"]
     assert finished.termination_reason == "finished" and finished.counters.tool_calls == 0
     assert of(events, ToolCallFinished)[0].harness_status == "tool_unavailable"
+
+
+def _server_usage(server: ChatServer, replies: Sequence[str]) -> int:
+    """prompt + completion tokens the loopback server reported over its requests."""
+    return sum(
+        prompt_tokens_for(r.body) + completion_tokens_for(text)
+        for r, text in zip(server.requests, replies, strict=True)
+    )
+
+
+async def test_a_model_that_keeps_calling_a_tool_outside_the_whitelist_stops_after_two_calls(
+    snapshot: Snapshot, chat: ChatClient, chat_server: ChatServer
+) -> None:
+    bad = call("delete_file", {"path": "/"})
+    chat_server.script(*[bad] * 400)  # the issue's loop made 327 calls and spent 400K tokens
+    finished, events = await run(make_deps(snapshot, chat))
+    assert finished.termination_reason == "protocol_error" and finished.answer is None
+    assert "no tool named 'delete_file'" in finished.message
+    c = finished.counters
+    assert (c.model_calls, c.tool_calls, c.protocol_errors) == (2, 0, 2)
+    assert len(chat_server.requests) == 2
+    assert c.used_tokens == _server_usage(chat_server, [bad.text] * 2) < 20_000
+    obs = observation(sent(chat_server, 1)[-1])
+    assert obs["harness_status"] == "tool_unavailable" and obs["tool"] == "delete_file"
+    assert [e.consecutive for e in of(events, ProtocolErrorSeen)] == [1, 2]
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        ["outside", "valid"],  # never two protocol errors in a row
+        ["garbage", "valid"],
+        ["valid"],
+        ["valid", "outside", "garbage"],  # the third would end it: never reached in a row
+    ],
+)
+async def test_no_loop_makes_more_than_max_tool_calls_plus_two_model_calls(
+    snapshot: Snapshot, chat: ChatClient, chat_server: ChatServer, pattern: list[str]
+) -> None:
+    replies = {
+        "outside": call("delete_file", {"path": "/"}).text,
+        "garbage": "I will just keep talking.",
+        "valid": call("list_documents", {}).text,
+    }
+    texts = [replies[pattern[i % len(pattern)]] for i in range(200)]
+    chat_server.script(*[Text(t) for t in texts])
+    budgets = Budgets(max_tool_calls=3)
+    finished, events = await run(make_deps(snapshot, chat, budgets))
+    c = finished.counters
+    assert len(chat_server.requests) == c.model_calls <= budgets.max_tool_calls + 2
+    assert c.actions <= budgets.max_tool_calls + 1
+    assert c.used_tokens == _server_usage(chat_server, texts[: c.model_calls])
+    assert finished.answer is None
+    assert finished.termination_reason in ("tool_call_limit", "protocol_error")
+    if pattern != ["valid", "outside", "garbage"]:
+        assert c.model_calls == budgets.max_tool_calls + 2
+        assert finished.termination_reason == "tool_call_limit"
+        assert of(events, Finalizing)[0].reason == "tool_call_limit"
+
+
+async def test_an_answer_that_quotes_the_protocol_is_an_answer_end_to_end(
+    snapshot: Snapshot, chat: ChatClient, chat_server: ChatServer
+) -> None:
+    answer = (
+        "Each turn the model writes\n"
+        'Action: search_blocks[{"query": "listeners"}]\n'
+        "and the system replies with a line such as\n"
+        'Observation: {"harness_status": "ok"}\n'
+        "Observation: lines are never written by the model itself."
+    )
+    chat_server.script(finish(answer, chunk_chars=5))
+    finished, events = await run(make_deps(snapshot, chat), "How does the ReAct format look?")
+    assert finished.termination_reason == "finished" and finished.answer == answer
+    assert "".join(e.text for e in of(events, AnswerDelta)) == answer
+    assert not of(events, AnswerRetracted) and finished.counters.protocol_errors == 0
+    assert len(chat_server.requests) == 1
+
+
+async def test_a_call_that_failed_after_the_vendor_accepted_it_counts_its_prompt(
+    snapshot: Snapshot, chat: ChatClient, chat_server: ChatServer
+) -> None:
+    # 200 and the role chunk, then the connection dies: nothing of the answer streamed.
+    chat_server.script(finish("lost", cut_after_chunks=1), finish("Second time."))
+    finished, events = await run(make_deps(snapshot, chat))
+    assert finished.answer == "Second time."
+    first_start, _ = of(events, ModelCallStarted)
+    failed, done = of(events, ModelCallFinished)
+    assert not failed.ok and failed.usage_counted and failed.usage is not None
+    assert failed.usage.prompt_tokens == first_start.prompt_tokens > 1000
+    assert failed.usage.completion_tokens == 0 and failed.cost > 0
+    assert done.usage is not None
+    c = finished.counters
+    assert c.used_tokens == failed.usage.total_tokens + done.usage.total_tokens
+    assert c.prompt_tokens + c.completion_tokens == c.used_tokens
+    assert finished.cost == pytest.approx(failed.cost + done.cost)
+
+
+async def test_a_call_the_vendor_refused_with_a_status_counts_nothing(
+    snapshot: Snapshot, chat: ChatClient, chat_server: ChatServer
+) -> None:
+    chat_server.script(Status(503, "overloaded"), finish("ok"))
+    finished, events = await run(make_deps(snapshot, chat))
+    failed, done = of(events, ModelCallFinished)
+    assert failed.usage is None and failed.cost == 0 and not failed.usage_counted
+    assert done.usage is not None and finished.counters.used_tokens == done.usage.total_tokens
 
 
 async def test_an_unparseable_reply_gets_protocol_error_and_is_corrected(
@@ -620,7 +733,7 @@ def test_events_round_trip_through_the_decoder() -> None:
 @pytest.mark.parametrize(
     "reply",
     [
-        'Thought: t\nAction: Finish[Half an answer]\nAction: search_blocks[{"query": "x"}]',
+        'Thought: t\nAction: Finish[Half an answer]\nAction: search_blocks[{"query": "x"',
         "Thought: t\nAction: Finish[An answer]\nObservation: the user liked it",
     ],
 )

@@ -74,6 +74,44 @@ def test_self_written_observation_is_a_protocol_error() -> None:
     assert "Observation" in parsed.message
 
 
+def test_a_finish_answer_may_quote_the_protocol_on_lines_of_its_own() -> None:
+    answer = (
+        "The agent replies with two lines:\n"
+        "Thought: what is missing\n"
+        'Action: search_blocks[{"query": "listener order"}]\n'
+        "and the system then appends\n"
+        'Observation: {"harness_status": "ok", "tool": "search_blocks", "payload": {}}\n'
+        "> Observation: quoted from the manual\n"
+        "- Action: Finish[the final answer]"
+    )
+    parsed = parse_reply(f"Thought: I can explain the format.\nAction: Finish[{answer}]")
+    assert parsed == FinishAction(answer=answer, thought="I can explain the format.")
+
+
+def test_a_finish_answer_quoting_a_document_with_observation_lines_is_an_answer() -> None:
+    answer = "The study lists:\nObservation: 3 of 5 patients improved.\nObservation: none worse."
+    parsed = parse_reply(f"Action: Finish[{answer}]\n")
+    assert isinstance(parsed, FinishAction) and parsed.answer == answer
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        # a fabricated tool round trip before the answer: the tool Action comes first
+        'Thought: t\nAction: search_blocks[{"query": "x"}]\nObservation: {"payload": []}\n'
+        "Thought: now I know.\nAction: Finish[Based on what I saw.]",
+        # a fabricated observation in the thought, before the Finish
+        'Thought: t\nObservation: {"harness_status": "ok", "payload": {"blocks": []}}\n'
+        "Action: Finish[Based on that observation.]",
+        # text after the answer's closing bracket
+        "Thought: t\nAction: Finish[An answer]\nObservation: the user liked it",
+        "Thought: t\nAction: Finish[An answer]\nAction: list_documents[",
+    ],
+)
+def test_protocol_lines_outside_the_finish_answer_are_protocol_errors(reply: str) -> None:
+    assert isinstance(parse_reply(reply), ProtocolViolation)
+
+
 def test_invalid_json_says_what_is_wrong() -> None:
     parsed = parse_reply("Action: search_blocks[{query: 'a'}]")
     assert isinstance(parsed, ProtocolViolation)
