@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the same names, for type checkers
     from actors.app import USER_ERRORS, App
+    from actors.answer_export import ExportLabels, export_name
     from actors.app_state import DEFAULT_COLLECTION
     from actors.asking import AskResult
     from actors.backup import backups, create_backup, restore_backup
@@ -103,6 +104,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     **{n: ("actors.app", n) for n in ("USER_ERRORS", "App")},
     "AppError": ("actors.errors", "AppError"),
     "DEFAULT_COLLECTION": ("actors.app_state", "DEFAULT_COLLECTION"),
+    **{n: ("actors.answer_export", n) for n in ("ExportLabels", "export_name")},
     "AskResult": ("actors.asking", "AskResult"),
     "BackupInfo": ("engine.versions.upgrade", "BackupInfo"),
     "backups": ("actors.backup", "backups"),
@@ -245,6 +247,7 @@ __all__ = [  # the public surface; tests/test_exports.py keeps it equal to _EXPO
     "Event",
     "Evidence",
     "EvidenceReplay",
+    "ExportLabels",
     "FailedView",
     "Finalizing",
     "GcReport",
@@ -293,6 +296,7 @@ __all__ = [  # the public surface; tests/test_exports.py keeps it equal to _EXPO
     "create_backup",
     "data_home",
     "explain_upgrade",
+    "export_name",
     "install_folder",
     "install_redaction",
     "open_data",

@@ -17,7 +17,7 @@ import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import anyio
 import anyio.to_thread
@@ -76,6 +76,7 @@ from index.records import SnapshotManifest
 from index.snapshot import VerifyResult, verify_snapshot
 
 if TYPE_CHECKING:
+    from actors.answer_export import ExportLabels, ExportOptions
     from actors.conversations import ConversationSummary, ConversationTurn
     from actors.jobs import AskRun, ImportJob
     from actors.source_view import SourceReader, SourceView
@@ -712,6 +713,16 @@ class App:
         from actors.history import numbered
 
         return numbered(answer)
+
+    def export_markdown(
+        self, conversation_id: str, labels: ExportLabels, **how: Unpack[ExportOptions]
+    ) -> str:
+        """A conversation of the current collection (or one answer: `request_id`) as
+        Markdown, its citations resolved to title, section, page and quote."""
+        from actors.answer_export import export_conversation
+
+        turns = self.conversation(conversation_id)
+        return export_conversation(self.catalog(), turns, labels, **how)
 
     def spending(self) -> SpendingTotals:
         """Today's and this month's chat cost with the caps of the current settings (one small
