@@ -103,7 +103,12 @@ def deps_for(
     limits: Limits | None = None,
 ) -> Deps:
     """The harness dependencies of one request on a pinned snapshot."""
-    ctx = ToolContext(snapshot=snapshot, embedder=app.embedder(), counter=app.counter())
+    ctx = ToolContext(
+        snapshot=snapshot,
+        embedder=app.embedder(),
+        counter=app.counter(),
+        max_query_chars=app.config.retrieval.max_query_chars,
+    )
 
     async def tool(name: str, args: dict[str, Any]) -> ToolCallOutcome:
         return await run_tool(ctx, name, args)

@@ -144,7 +144,12 @@ async def run_eval(
     created = utc_timestamp()
     try:
         with catalog.pinned(sid) as snapshot:
-            ctx = ToolContext(snapshot=snapshot, embedder=app.embedder(), counter=app.counter())
+            ctx = ToolContext(
+                snapshot=snapshot,
+                embedder=app.embedder(),
+                counter=app.counter(),
+                max_query_chars=app.config.retrieval.max_query_chars,
+            )
             retrieval = await evaluate_retrieval(ctx, gold)
             summaries: list[AnswerSummary] = []
             if client is not None:

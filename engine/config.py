@@ -71,6 +71,11 @@ class BudgetSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     max_tool_calls: Annotated[int, msgspec.Meta(ge=0, le=100)] = 8
 
 
+# search_blocks refuses a longer query (invalid_argument): a question's worth of words
+# searches in milliseconds, a pasted 200 KB text took 8 s and is no query.
+DEFAULT_MAX_QUERY_CHARS = 4_000
+
+
 class RetrievalSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     bm25_k1: Annotated[float, msgspec.Meta(ge=0, le=10)] = 1.2
     bm25_b: Annotated[float, msgspec.Meta(ge=0, le=1)] = 0.75
@@ -79,6 +84,7 @@ class RetrievalSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True)
     min_similarity: Annotated[float, msgspec.Meta(ge=-1, le=1)] = 0.2
     # Measured (bench vector_threshold): exact p50 2 ms at 25k vectors, 11 ms at 50k; HNSW ~0.15 ms.
     exact_search_max_blocks: NonNegInt = 30_000
+    max_query_chars: Annotated[int, msgspec.Meta(ge=16, le=1_000_000)] = DEFAULT_MAX_QUERY_CHARS
 
 
 class IngestSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -46,10 +46,11 @@ class UnknownTool(LookupError):
 
 # -- arguments ---------------------------------------------------------------------------------
 
-# JSON Schema's "pattern" searches like re.search, as msgspec does: "\S" = not blank.
+# JSON Schema's "pattern" searches like re.search, as msgspec does: "\S" = not blank. Every
+# text argument is non-blank; the executor words the failure as "`field` must not be blank".
 NonBlank: TypeAlias = Annotated[str, Meta(pattern=r"\S")]
 DocId: TypeAlias = Annotated[
-    str, Meta(min_length=1, description="a doc_id as returned by list_documents")
+    str, Meta(pattern=r"\S", description="a doc_id as returned by list_documents")
 ]
 DocIds: TypeAlias = Annotated[
     list[DocId],
@@ -110,7 +111,7 @@ class ListBlocksArgs(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     doc_id: DocId
     section_paths: (
         Annotated[
-            list[Annotated[str, Meta(min_length=1)]],
+            list[NonBlank],
             Meta(
                 description=(
                     "section paths exactly as get_outline prints them; each includes its"

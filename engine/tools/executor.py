@@ -20,7 +20,7 @@ from typing import Any
 import anyio.to_thread
 import msgspec
 
-from engine.config import RetrievalSettings
+from engine.config import DEFAULT_MAX_QUERY_CHARS, RetrievalSettings
 from engine.embedding import EmbeddingProvider
 from engine.tokens import TokenCounter
 from engine.tools.contracts import (
@@ -70,14 +70,24 @@ def default_retrieval_params() -> RetrievalParams:
     return retrieval_params(RetrievalSettings())
 
 
+# What the model is told when there is no snapshot at all (nothing imported yet).
+NO_SNAPSHOT = (
+    "there is no usable knowledge-base snapshot (nothing imported yet, or the last import "
+    "failed); no tool can read documents until an import succeeds"
+)
+
+
 @dataclass(frozen=True)
 class ToolContext:
     """What the tools of one request share: the pinned snapshot (None when the collection has
-    no usable snapshot), the embedding provider for queries and the token counter."""
+    no usable snapshot, `unavailable` then saying why: what is damaged and how to repair it),
+    the embedding provider for queries, the token counter and search_blocks' query limit."""
 
     snapshot: Snapshot | None
     embedder: EmbeddingProvider
     counter: TokenCounter
+    unavailable: str = NO_SNAPSHOT
+    max_query_chars: int = DEFAULT_MAX_QUERY_CHARS
 
     @property
     def params(self) -> RetrievalParams:
@@ -129,11 +139,7 @@ async def run_tool(
         if isinstance(parsed, ErrorResult):
             result = parsed
         elif ctx.snapshot is None:
-            result = tool_error(
-                "collection_unavailable",
-                "there is no usable knowledge-base snapshot (nothing imported yet, or the last "
-                "import failed); no tool can read documents until an import succeeds",
-            )
+            result = tool_error("collection_unavailable", ctx.unavailable)
         else:
             result, internal = await _dispatch(ctx, ctx.snapshot, parsed)
     except Exception as exc:  # a bug in a tool: the model gets an error payload, not a crash
@@ -166,7 +172,9 @@ async def _in_thread(
 async def _search(
     ctx: ToolContext, snapshot: Snapshot, args: SearchBlocksArgs
 ) -> tuple[ToolResult, ToolInternals]:
-    run = await search_blocks(snapshot, ctx.embedder, ctx.params, args)
+    run = await search_blocks(
+        snapshot, ctx.embedder, ctx.params, args, max_query_chars=ctx.max_query_chars
+    )
     return run.result, run.internal
 
 
@@ -215,7 +223,30 @@ def decode_arguments(
         )
 
 
+# msgspec's wording, for the shapes our argument Structs can fail on.
+_BLANK = re.compile(r"^Expected `str` matching regex '.*'$")
+_TOO_SHORT = re.compile(r"^Expected `(?P<kind>str|array)` of length >= (?P<n>\d+)$")
+_WRONG_TYPE = re.compile(r"^Expected `(?P<want>[^`]*)`, got `(?P<got>[^`]*)`$")
+_JSON_KINDS = {
+    "str": "text (a JSON string)",
+    "array": "a list (a JSON array)",
+    "object": "a JSON object",
+    "int": "a whole number",
+    "float": "a number",
+    "bool": "true or false",
+    "null": "null",
+}
+
+
+def _kind(name: str) -> str:
+    # "array | null": the field accepts either; say the first, which is what the model meant
+    first = name.split("|")[0].strip()
+    return _JSON_KINDS.get(first, f"`{first}`")
+
+
 def _explain(name: ToolName, error: str) -> str:
+    """msgspec's validation error in words the model can act on: which argument, what is
+    wrong with it, what the field is for (its description in the schema)."""
     kind = ARGUMENTS[name]
     fields = [f.encode_name for f in msgspec.structs.fields(kind)]
     required = [f.encode_name for f in msgspec.structs.fields(kind) if f.required]
@@ -225,13 +256,28 @@ def _explain(name: ToolName, error: str) -> str:
     if m := _MISSING.search(error):
         return f"the field {m['field']!r} is required; {allowed}"
     m = _AT.search(error)
-    if m is None:
-        return f"{error}; expected a JSON object with {allowed}"
-    where = m["path"].lstrip(".") or "arguments"
-    problem = error[: m.start()].replace("`str` matching regex '\\S'", "non-blank text")
+    where = (m["path"].lstrip(".") or "arguments") if m else "arguments"
+    problem = error[: m.start()] if m else error
+    if where == "arguments":
+        wrong = _WRONG_TYPE.match(problem)
+        got = f", not {_kind(wrong['got'])}" if wrong else f" ({problem})"
+        return f"the arguments must be a JSON object{got}; {allowed}"
+    if _BLANK.match(problem):
+        said = f"`{where}` must not be blank"
+    elif short := _TOO_SHORT.match(problem):
+        n = int(short["n"])
+        said = (
+            f"`{where}` must not be empty"
+            if short["kind"] == "str"
+            else f"`{where}` must list at least {'one item' if n == 1 else f'{n} items'}"
+        )
+    elif wrong := _WRONG_TYPE.match(problem):
+        said = f"`{where}` must be {_kind(wrong['want'])}, not {_kind(wrong['got'])}"
+    else:
+        said = f"`{where}`: {problem}"
     field = re.split(r"[.\[]", where, maxsplit=1)[0]
     hint = field_descriptions(name).get(field, "")
-    return f"{where}: {problem}" + (f" ({field}: {hint})" if hint else "")
+    return said + (f" ({field}: {hint})" if hint else "")
 
 
 @functools.cache

@@ -3,7 +3,8 @@
 The query is embedded with the snapshot's own embedding model. If that model is not the one
 configured, or embedding fails, the call fails with upstream_unavailable: it never searches a
 mismatched vector space and never degrades silently to keywords only. Results are candidates,
-not the full set; scores and ranks go to the trace, not to the model.
+not the full set; scores and ranks go to the trace, not to the model. A query longer than
+retrieval.max_query_chars is invalid_argument before anything is embedded or searched.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from engine.config import DEFAULT_MAX_QUERY_CHARS
 from engine.embedding import EmbeddingError, EmbeddingProvider
 from engine.tools.contracts import (
     TOOL_CONTRACT_VERSION,
@@ -54,7 +56,19 @@ async def search_blocks(
     embedder: EmbeddingProvider,
     params: RetrievalParams,
     args: SearchBlocksArgs,
+    *,
+    max_query_chars: int = DEFAULT_MAX_QUERY_CHARS,
 ) -> SearchRun:
+    query = args.query.strip()
+    if len(query) > max_query_chars:
+        return SearchRun(
+            result=tool_error(
+                "invalid_argument",
+                f"search_blocks: `query` has {len(query):,} characters; the limit is "
+                f"{max_query_chars:,} (retrieval.max_query_chars). Search for the few words "
+                "that matter; to find an exact passage use scan_term with a short part of it.",
+            )
+        )
     docs = resolve_documents(snapshot, args.doc_ids)
     if isinstance(docs, ErrorResult):
         return SearchRun(result=docs)
@@ -81,7 +95,6 @@ async def search_blocks(
             ),
             internal=ToolInternals(snapshot_embedding=wanted, provider_embedding=embedder.spec),
         )
-    query = args.query.strip()
     try:
         embedded = await embedder.embed([query])
     except EmbeddingError as exc:

@@ -51,6 +51,7 @@ BEHAVIOUR_SETTINGS: dict[str, tuple[str, ...]] = {
         "top_k",
         "min_similarity",
         "exact_search_max_blocks",
+        "max_query_chars",
     ),
 }
 

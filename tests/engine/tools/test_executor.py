@@ -279,3 +279,85 @@ async def test_search_scores_and_ranks_reach_the_trace_never_the_model(
 
 def test_every_tool_has_a_result_type() -> None:
     assert set(RESULTS) == set(TOOL_NAMES)
+
+
+# Every text argument of every tool, blank: the message names it in words, never msgspec's.
+BLANK_ARGUMENTS = [
+    ("list_documents", {"source": " "}, "source"),
+    ("list_documents", {"lang": ""}, "lang"),
+    ("list_documents", {"title_contains": "\t"}, "title_contains"),
+    ("get_outline", {"doc_ids": [" "]}, "doc_ids[0]"),
+    ("get_outline", {"doc_ids": [""]}, "doc_ids[0]"),
+    ("search_blocks", {"query": "  "}, "query"),
+    ("search_blocks", {"query": "x", "doc_ids": ["d", "\n"]}, "doc_ids[1]"),
+    ("list_blocks", {"doc_id": " "}, "doc_id"),
+    ("list_blocks", {"doc_id": ""}, "doc_id"),
+    ("list_blocks", {"doc_id": "d", "section_paths": [" "]}, "section_paths[0]"),
+    ("scan_term", {"term": ""}, "term"),
+    ("scan_term", {"term": "x", "doc_ids": [" "]}, "doc_ids[0]"),
+]
+
+
+@pytest.mark.parametrize(("name", "args", "field"), BLANK_ARGUMENTS)
+async def test_a_blank_argument_of_any_tool_is_named_in_plain_words(
+    run: Callable[..., Any], name: str, args: dict[str, Any], field: str
+) -> None:
+    outcome = await run(name, args)
+    assert isinstance(outcome.result, ErrorResult)
+    assert outcome.result.error.code == "invalid_argument"
+    message = outcome.result.error.message
+    assert f"`{field}` must not be blank" in message
+    assert "regex" not in message and "Expected `" not in message
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "words"),
+    [
+        ("search_blocks", {"query": 5}, "`query` must be text (a JSON string), not a whole number"),
+        ("get_outline", {"doc_ids": "d1"}, "`doc_ids` must be a list (a JSON array), not text"),
+        ("search_blocks", {"query": "x", "doc_ids": []}, "`doc_ids` must list at least one item"),
+        ("scan_term", {"term": None}, "`term` must be text (a JSON string), not null"),
+        ("scan_term", b"[1, 2]", "the arguments must be a JSON object, not a list"),
+    ],
+)
+async def test_a_wrong_type_or_an_empty_list_is_said_in_plain_words(
+    run: Callable[..., Any], name: str, args: Any, words: str
+) -> None:
+    outcome = await run(name, args)
+    assert isinstance(outcome.result, ErrorResult)
+    assert words in outcome.result.error.message
+    assert "Expected `" not in outcome.result.error.message
+
+
+async def test_a_query_over_the_length_limit_is_invalid_argument_naming_the_limit(
+    snap: Snapshot, embedding_server: EmbeddingServer
+) -> None:
+    import dataclasses
+    import time
+
+    ctx = dataclasses.replace(context(snap, server_embedder(embedding_server)), max_query_chars=50)
+    before = len(embedding_server.requests)
+    at_limit = await run_tool(ctx, "search_blocks", {"query": "listeners " * 4 + "x" * 10})
+    assert at_limit.ok, at_limit.json
+    over = await run_tool(ctx, "search_blocks", {"query": "  " + "y" * 51 + "  "})
+    assert isinstance(over.result, ErrorResult)
+    assert over.result.error.code == "invalid_argument" and not over.result.error.retryable
+    assert "51 characters" in over.result.error.message
+    assert "limit is 50 (retrieval.max_query_chars)" in over.result.error.message
+    assert len(embedding_server.requests) == before + 1  # the long query was never embedded
+    # the default limit refuses the 200 KB query at once instead of searching for 8 s
+    t0 = time.perf_counter()
+    huge = await run_tool(context(snap), "search_blocks", {"query": "word " * 40_000})
+    assert isinstance(huge.result, ErrorResult) and "limit is 4,000" in huge.result.error.message
+    assert time.perf_counter() - t0 < 1.0
+
+
+async def test_collection_unavailable_carries_the_reason_it_is_given(snap: Snapshot) -> None:
+    import dataclasses
+
+    ctx = dataclasses.replace(context(None), unavailable="snapshot s1 is damaged (x is missing)")
+    for name, args in calls(snap):
+        outcome = await run_tool(ctx, name, args)
+        assert isinstance(outcome.result, ErrorResult)
+        assert outcome.result.error.code == "collection_unavailable"
+        assert outcome.result.error.message == "snapshot s1 is damaged (x is missing)"
