@@ -12,6 +12,8 @@ import datetime as dt
 import re
 from typing import Literal
 
+from web.i18n_errors import ERROR_TEXTS
+
 Lang = Literal["en", "zh"]
 LANGUAGES: dict[Lang, str] = {"en": "English", "zh": "中文"}
 
@@ -169,25 +171,42 @@ TEXTS: dict[str, tuple[str, str]] = {
         "Documents {done} / {total} ({failed} failed)",
         "文档 {done} / {total}(失败 {failed})",
     ),
-    "lib.progress.stats": (
-        "{pages} {pages|page|pages} · {blocks} {blocks|block|blocks} · {tokens} embedding "
-        "{tokens|token|tokens}",
-        "{pages} 页 · {blocks} 个块 · {tokens} 个向量 token",
+    "lib.progress.percent": ("{percent} %", "{percent}%"),
+    "lib.progress.pages": ("{done} / {total} {total|page|pages} read", "已读 {done} / {total} 页"),
+    "lib.progress.blocks": (
+        "{done} / {total} {total|block|blocks} embedded",
+        "已向量化 {done} / {total} 个块",
+    ),
+    "lib.progress.tokens": (
+        "{tokens} embedding {tokens|token|tokens}",
+        "{tokens} 个向量 token",
     ),
     "lib.progress.eta": ("About {eta} left", "预计还需 {eta}"),
+    "lib.progress.eta_pace": ("About {eta} left · {pace}", "预计还需 {eta} · {pace}"),
+    "lib.progress.pace_blocks": ("{n} {n|block|blocks} a second", "每秒 {n} 个块"),
+    "lib.progress.pace_pages": ("{n} {n|page|pages} a second", "每秒 {n} 页"),
     "lib.progress.eta_unknown": ("Estimating time left…", "正在估算剩余时间……"),
-    "lib.result": (
-        "Snapshot {id} is active ({status}): {ok} imported, {failed} failed, {skipped} skipped.",
-        "快照 {id} 已启用({status}):成功 {ok},失败 {failed},跳过 {skipped}。",
+    "lib.progress.almost": ("Almost done…", "马上就好……"),
+    "lib.eta.seconds": ("{s} s", "{s} 秒"),
+    "lib.eta.minutes": ("{m} min {s} s", "{m} 分 {s} 秒"),
+    "lib.eta.hours": ("{h} h {m} min", "{h} 小时 {m} 分"),
+    # the closing message: the whole library, then what this import did
+    "lib.closing.library": (
+        "{n} {n|document|documents} in the library",
+        "资料库中共有 {n} 篇文档",
     ),
-    "lib.result_unchanged": (
-        "Nothing changed: every document is already in the active snapshot.",
-        "没有变化:所有文档都已在当前快照中。",
+    "lib.closing.added": ("{n} added", "新增 {n} 篇"),
+    "lib.closing.unchanged": ("{n} unchanged", "{n} 篇未变化"),
+    "lib.closing.failed": (
+        "{n} could not be imported — see why below",
+        "{n} 篇无法导入——原因见下方",
     ),
-    "lib.result_failed": (
-        "No document could be imported; the knowledge base is unchanged.",
-        "没有文档导入成功;知识库未改变。",
+    "lib.closing.skipped": (
+        "{n} {n|file|files} skipped (not a type Citewise reads)",
+        "跳过 {n} 个 Citewise 不支持的文件",
     ),
+    "lib.closing.separator": ("; ", ";"),
+    "lib.closing.end": (".", "。"),
     "lib.doc_state.queued": ("waiting", "等待中"),
     "lib.doc_state.parsing": ("reading", "读取中"),
     "lib.doc_state.embedding": ("embedding", "向量化中"),
@@ -195,6 +214,152 @@ TEXTS: dict[str, tuple[str, str]] = {
     "lib.doc_state.reused": ("unchanged", "未变化"),
     "lib.doc_state.failed": ("failed", "失败"),
     "lib.failed": ("Documents that could not be imported", "未能导入的文档"),
+    # import failures: what happened to one file and one thing to do, by reason code
+    # (engine/parsing, actors/discovery.py, actors/ingest.py, engine/errors.py's embedding
+    # codes); "fail.<stage>.<reason>" where one code means different things by stage.
+    "lib.fail.row": ("{source} could not be imported", "{source} 无法导入"),
+    "lib.fail.details": ("Details", "详情"),
+    "lib.fail.details_code": ("Stage: {stage} · code: {reason}", "阶段:{stage} · 代码:{reason}"),
+    "fail.corrupt": (
+        "The file is damaged or incomplete, so it cannot be read. Get a fresh copy (or open it "
+        "and save it again) and import that.",
+        "文件已损坏或不完整,无法读取。请重新获取一份(或打开后重新保存),再导入。",
+    ),
+    "fail.encrypted": (
+        "The file is protected by a password. Save a copy without the password (for example "
+        "by printing it to PDF) and import that.",
+        "文件有密码保护。请另存一份不带密码的副本(例如“打印”为 PDF),再导入。",
+    ),
+    "fail.no_text_layer": (
+        "This PDF holds only pictures of pages (it is probably a scan), so there is no text to "
+        "read. Run it through text recognition (OCR) in a PDF editor and import the result.",
+        "这个 PDF 只有页面图片(可能是扫描件),没有可读取的文字。请先用 PDF 编辑器做文字识别(OCR),"
+        "再导入结果。",
+    ),
+    "fail.unreadable_text": (
+        "The text in this file cannot be read reliably. Export it again from the program that "
+        "made it, or run it through text recognition (OCR), and import the result.",
+        "这个文件中的文字无法可靠读取。请用生成它的程序重新导出,或先做文字识别(OCR),再导入。",
+    ),
+    "fail.no_text": (
+        "The file contains no text to import. Check that it is the file you meant.",
+        "文件中没有可导入的文字。请确认这是你想导入的文件。",
+    ),
+    "fail.empty_file": (
+        "The file is empty. It may not have finished copying or downloading; check it and "
+        "import it again.",
+        "文件是空的,可能还没有复制或下载完成。请检查后重新导入。",
+    ),
+    "fail.too_large": (
+        "The file is too large to import in one piece. Split it into smaller files and import "
+        "those.",
+        "文件太大,无法一次导入。请拆分成较小的文件后再导入。",
+    ),
+    "fail.archive_too_large": (
+        "The file unpacks into far more data than a document should. Save it again from the "
+        "program that made it, or split it, and import that.",
+        "这个文件解压后的数据量远超正常文档。请用生成它的程序重新保存或拆分后再导入。",
+    ),
+    "fail.unsafe_archive": (
+        "The file is packed in a way that could write outside it, so it was not opened. Get "
+        "the document from a source you trust, or save it again, and import that.",
+        "这个文件的打包方式可能写到文件之外,因此没有打开。请从可信的来源获取,或重新保存后再导入。",
+    ),
+    "fail.unsupported_type": (
+        "Citewise cannot read this type of file. Convert it to PDF, EPUB, Word (DOCX), "
+        "Markdown, HTML or plain text and import that.",
+        "Citewise 无法读取这种类型的文件。请转换为 PDF、EPUB、Word(DOCX)、Markdown、HTML "
+        "或纯文本后再导入。",
+    ),
+    "fail.invalid_encoding": (
+        "The file's characters are in an encoding Citewise does not recognise. Save it again "
+        "as UTF-8 text and import it.",
+        "无法识别这个文件的字符编码。请另存为 UTF-8 文本后再导入。",
+    ),
+    "fail.changed": (
+        "The file changed while it was being read. Import it again once it is saved.",
+        "文件在读取过程中发生了变化。请在它保存完成后重新导入。",
+    ),
+    "fail.timeout": (
+        "Reading this file took far too long; it may be damaged. Open it and save it again, "
+        "then import it.",
+        "读取这个文件耗时过长,它可能已损坏。请打开后重新保存,再导入。",
+    ),
+    "fail.unreadable": (
+        "The file could not be opened: it may have been moved or deleted, or another program "
+        "is holding it. Check that it is there and import it again.",
+        "无法打开这个文件:它可能已被移动或删除,或正被其他程序占用。请确认文件还在后重新导入。",
+    ),
+    "fail.not_found": (
+        "Nothing was found at this place. Check that the file or folder still exists there and "
+        "import it again.",
+        "在这个位置没有找到内容。请确认文件或文件夹仍在那里,然后重新导入。",
+    ),
+    "fail.bad_name": (
+        "The file's name contains characters Citewise cannot store. Rename the file and import "
+        "it again.",
+        "文件名中有 Citewise 无法保存的字符。请给文件改名后重新导入。",
+    ),
+    "fail.chunk_error": (
+        "Something went wrong inside Citewise while splitting this document into blocks. "
+        "Import it again; if it fails again, please report it.",
+        "Citewise 在把这篇文档切分成块时内部出错。请重新导入;如果再次失败,请反馈这个问题。",
+    ),
+    "fail.unauthorized": (
+        "The embedding service refused the key. Check the embedding key in Settings, then "
+        "import the file again.",
+        "向量化服务拒绝了这个 Key。请在“设置”中检查向量化 Key,然后重新导入。",
+    ),
+    "fail.no_balance": (
+        "The embedding account has no credit left. Top it up with the vendor (or choose the "
+        "built-in model in Settings), then import the file again.",
+        "向量化账户余额不足。请向服务商充值(或在“设置”中改用内置模型),然后重新导入。",
+    ),
+    "fail.quota": (
+        "The embedding service's quota is used up. Wait until it renews or raise it with the "
+        "vendor, then import the file again.",
+        "向量化服务的配额已用完。请等待配额恢复或向服务商提高配额,然后重新导入。",
+    ),
+    "fail.rate_limited": (
+        "The embedding service is receiving too many requests right now. Wait a minute, then "
+        "import the file again.",
+        "向量化服务当前请求过多。请等一分钟后重新导入。",
+    ),
+    "fail.server_error": (
+        "The embedding service had a problem on its side. Wait a moment, then import the file "
+        "again.",
+        "向量化服务自身出了问题。请稍等片刻后重新导入。",
+    ),
+    "fail.embed.timeout": (
+        "The embedding service did not answer in time. Check your internet connection, then "
+        "import the file again.",
+        "向量化服务没有及时响应。请检查网络连接,然后重新导入。",
+    ),
+    "fail.connection": (
+        "Citewise could not reach the embedding service. Check your internet connection (and "
+        "proxy), then import the file again.",
+        "Citewise 无法连接向量化服务。请检查网络连接(以及代理),然后重新导入。",
+    ),
+    "fail.bad_request": (
+        "The embedding service refused the request: its address or model name may be wrong. "
+        "Check the embedding settings in Settings, then import the file again.",
+        "向量化服务拒绝了请求:服务地址或模型名称可能有误。请在“设置”中检查向量化设置,然后重新导入。",
+    ),
+    "fail.bad_response": (
+        "The embedding service sent back something Citewise cannot use. Check the embedding "
+        "settings in Settings, then import the file again.",
+        "向量化服务返回了无法使用的内容。请在“设置”中检查向量化设置,然后重新导入。",
+    ),
+    "fail.wrong_dimension": (
+        "The embedding model returned vectors of another size than the one set. Check the "
+        "embedding model in Settings, then import the file again.",
+        "向量化模型返回的向量维度与设置不符。请在“设置”中检查向量化模型,然后重新导入。",
+    ),
+    "fail.unknown": (
+        "This file could not be imported. Open the details to see what happened, then import it "
+        "again.",
+        "这个文件未能导入。请打开“详情”查看原因,然后重新导入。",
+    ),
     "lib.failed_row": (
         "{source} — {stage}: {reason}. {message}",
         "{source} — {stage}:{reason}。{message}",
@@ -286,6 +451,23 @@ TEXTS: dict[str, tuple[str, str]] = {
     "set.save": ("Save settings", "保存设置"),
     "set.saved": ("Settings saved.", "设置已保存。"),
     "set.invalid": ("Not saved: {message}", "未保存:{message}"),
+    "set.source.default": ("Default", "默认值"),
+    "set.source.file": ("Saved", "已保存"),
+    "set.source.env": ("Set by an environment variable", "由环境变量设定"),
+    "set.env_banner": (
+        "Some settings below come from environment variables that were set when Citewise "
+        "started. They win over what is saved here, so changing those fields has no effect "
+        "until the variables are removed.",
+        "下面有些设置来自 Citewise 启动时设定的环境变量。它们优先于这里保存的值,"
+        "所以在移除这些变量之前,修改这些字段不会生效。",
+    ),
+    "set.env_field": (
+        "In effect: {value}, set by an environment variable (saved here: {saved})",
+        "当前生效:{value},由环境变量设定(这里保存的是:{saved})",
+    ),
+    "set.env_details": ("{variable} sets {setting}", "{variable} 设定了 {setting}"),
+    "set.key.not_set": ("No key saved yet", "尚未保存 Key"),
+    "set.key.set_short": ("a key is saved", "已保存一个 Key"),
     "set.env_note": (
         "Set by an environment variable (it wins over the file): {keys}",
         "以下设置由环境变量指定(优先于配置文件):{keys}",
@@ -419,11 +601,15 @@ TEXTS: dict[str, tuple[str, str]] = {
     "set.key.deepseek": ("DeepSeek API key", "DeepSeek API Key"),
     "set.key.embedding": ("Embedding API key", "向量接口 API Key"),
     "set.no_keyring": (
-        "This system has no credential store: keys saved here last until Citewise closes. "
-        "To keep them, set CITEWISE_DEEPSEEK_API_KEY and CITEWISE_EMBEDDING_API_KEY before "
-        "starting Citewise.",
-        "此系统没有凭据库:在这里保存的 Key 只在 Citewise 关闭前有效。"
-        "如需长期使用,请在启动前设置 CITEWISE_DEEPSEEK_API_KEY 和 CITEWISE_EMBEDDING_API_KEY。",
+        "This computer has no credential store: keys saved here last until Citewise closes. "
+        "To keep them for good, set them as environment variables before starting Citewise "
+        "(the details name them).",
+        "此电脑没有凭据库:在这里保存的 Key 只在 Citewise 关闭前有效。"
+        "如需长期保存,请在启动 Citewise 前把它们设为环境变量(详情中列出了变量名)。",
+    ),
+    "set.no_keyring_details": (
+        "Environment variables: {deepseek} (DeepSeek), {embedding} (embeddings)",
+        "环境变量:{deepseek}(DeepSeek),{embedding}(向量接口)",
     ),
     "set.key.placeholder": ("Paste the key here", "在此粘贴 Key"),
     "set.key.current": ("Stored: {shown}", "已保存:{shown}"),
@@ -435,13 +621,13 @@ TEXTS: dict[str, tuple[str, str]] = {
         "Key 已保存到系统凭据库({shown})。",
     ),
     "set.key.stored_session": (
-        "This system has no credential store, so the key ({shown}) is kept in memory for this "
-        "session only. To keep it, set {env} before starting Citewise.",
-        "此系统没有凭据库,Key({shown})只在本次运行的内存中保留。"
-        "如需长期使用,请在启动前设置环境变量 {env}。",
+        "This computer has no credential store, so the key ({shown}) is kept in memory for this "
+        "session only. To keep it for good, set it as an environment variable before starting "
+        "Citewise (the details name it).",
+        "此电脑没有凭据库,Key({shown})只在本次运行的内存中保留。"
+        "如需长期保存,请在启动前把它设为环境变量(详情中列出了变量名)。",
     ),
-    "set.key.ok": ("Works ({ms} ms): {message}", "连接正常({ms} 毫秒):{message}"),
-    "set.key.failed": ("Does not work ({code}): {message}", "连接失败({code}):{message}"),
+    "set.key.env_details": ("Environment variable: {env}", "环境变量:{env}"),
     "set.key.empty": ("Paste the key first.", "请先粘贴 Key。"),
     # traces
     "tr.list": ("Requests", "请求记录"),
@@ -466,6 +652,39 @@ TEXTS: dict[str, tuple[str, str]] = {
         "此追踪不完整:有 {dropped} 条记录在写入时丢失。",
     ),
     "tr.spans": ("Span tree", "调用树"),
+    "tr.status.ok": ("answered", "已回答"),
+    "tr.status.error": ("failed", "失败"),
+    "tr.status.running": ("still running", "进行中"),
+    "tr.status.unset": ("no status", "无状态"),
+    "tr.reason.finished": ("finished", "正常结束"),
+    "tr.reason.clarification": ("asked for clarification", "请求澄清"),
+    "tr.reason.budget": ("budget used up", "预算用尽"),
+    "tr.reason.tool_call_limit": ("tool call limit", "达到工具调用上限"),
+    "tr.reason.protocol_error": ("the model broke the protocol", "模型未遵守协议"),
+    "tr.reason.model_error": ("the model service failed", "模型服务出错"),
+    "tr.reason.cancelled": ("stopped", "已停止"),
+    "tr.reason.internal_error": ("internal error", "内部错误"),
+    "tr.reason.collection_unavailable": ("collection unavailable", "资料集不可用"),
+    "tr.kind.request": ("Question", "提问"),
+    "tr.kind.turn": ("Turn", "轮次"),
+    "tr.kind.llm_call": ("Model call", "模型调用"),
+    "tr.kind.tool_call": ("Tool call", "工具调用"),
+    "tr.kind.admission": ("Evidence admission", "证据准入"),
+    "tr.kind.final": ("Final answer", "最终回答"),
+    "tr.kind.ingest": ("Import", "导入"),
+    "tr.mode.metadata": ("metadata only", "仅元数据"),
+    "tr.mode.full": ("full diagnostics", "完整诊断"),
+    "tr.attr.gen_ai.request.model": ("Model", "模型"),
+    "tr.attr.gen_ai.usage.input_tokens": ("Input tokens", "输入 token"),
+    "tr.attr.gen_ai.usage.output_tokens": ("Output tokens", "输出 token"),
+    "tr.attr.citewise.cost": ("Cost", "花费"),
+    "tr.attr.gen_ai.tool.name": ("Tool", "工具"),
+    "tr.attr.citewise.tool.args": ("Arguments", "参数"),
+    "tr.attr.citewise.tool.outcome": ("Outcome", "结果"),
+    "tr.attr.citewise.harness_status": ("Harness status", "执行状态"),
+    "tr.attr.citewise.termination_reason": ("Why it ended", "结束原因"),
+    "tr.attr.citewise.error.message": ("Error", "错误"),
+    "tr.raw": ("Raw attributes", "原始属性"),
     "tr.evidence": ("Evidence replay", "证据重放"),
     "tr.retrieval": ("Retrieval replay", "检索重放"),
     "tr.evidence_unavailable": (
@@ -531,6 +750,47 @@ TEXTS: dict[str, tuple[str, str]] = {
     ),
     "wiz.finish": ("Ask", "提问"),
     # ask and library
+    "ask.enter_hint": (
+        "Enter sends · Shift+Enter starts a new line",
+        "按 Enter 发送 · Shift+Enter 换行",
+    ),
+    "ask.history_row": ("{n} {n|question|questions} · {when}", "{n} 个问题 · {when}"),
+    "ask.still_running": (
+        "Still being answered (asked before this page was reloaded); the answer appears here "
+        "when it is ready.",
+        "仍在回答中(在本页重新加载前提出);回答完成后会显示在这里。",
+    ),
+    "ask.no_answer_recorded": (
+        "No answer was recorded ({reason}). Ask again to try once more.",
+        "没有记录到回答({reason})。可以重新提问再试一次。",
+    ),
+    "ask.export_answer": ("Download as Markdown", "下载为 Markdown"),
+    "ask.export_conversation": ("Download the conversation", "下载整个对话"),
+    "export.no_answer": ("No answer ({reason}).", "没有回答({reason})。"),
+    "export.meta": ("Asked {when} · {cost}", "提问于 {when} · {cost}"),
+    "export.conversation_title": (
+        "Citewise conversation, {when}",
+        "Citewise 对话,{when}",
+    ),
+    "gauge.intro": (
+        "Limits for this one question (set in Settings). When one is reached, the model stops "
+        "looking and answers with what it has found, and the answer says so.",
+        "本次提问的上限(在“设置”中调整)。达到任一上限时,模型停止查找,用已找到的内容作答,"
+        "并在回答中说明。",
+    ),
+    "gauge.context_hint": (
+        "How much the model reads at once: your question, earlier answers of this conversation "
+        "and the passages found so far.",
+        "模型一次读入的内容:你的问题、本对话之前的回答,以及目前找到的段落。",
+    ),
+    "gauge.request_hint": (
+        "Everything this question has used so far, over all its steps; this is what it costs.",
+        "本次提问到目前为止所有步骤用掉的总量;花费按它计算。",
+    ),
+    "gauge.tools_hint": (
+        "Searches and look-ups in your documents.",
+        "在你的资料中搜索和查阅的次数。",
+    ),
     "time.months": (
         "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec",
         "1 2 3 4 5 6 7 8 9 10 11 12",
@@ -646,6 +906,11 @@ TEXTS: dict[str, tuple[str, str]] = {
         "已备份为 {id}(备份中从不包含密钥)。",
     ),
 }
+
+# The errors' and key tests' sentences live in web/i18n_errors.py; one table all the same.
+if TEXTS.keys() & ERROR_TEXTS.keys():
+    raise RuntimeError(f"keys in both tables: {sorted(TEXTS.keys() & ERROR_TEXTS.keys())}")
+TEXTS.update(ERROR_TEXTS)
 
 
 class Texts:

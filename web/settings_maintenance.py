@@ -21,6 +21,7 @@ from actors import (
     install_folder,
     restore_backup,
 )
+from web.error_view import show_error
 from web.i18n import Texts
 
 
@@ -70,7 +71,7 @@ def _backups(app: App, t: Texts) -> None:
             try:
                 info = await run.io_bound(create_backup, root)
             except (UpgradeError, WriterBusy, OSError) as exc:
-                ui.notify(t("error.prefix", detail=str(exc)), type="negative", multi_line=True)
+                show_error(t, exc, retry=backup_now)
                 return
             if info is None:  # the app is shutting down
                 return
@@ -112,7 +113,7 @@ def _confirm(app: App, t: Texts, backup_id: str) -> None:
             try:
                 await run.io_bound(restore_backup, app.data.root, backup_id)
             except (UpgradeError, WriterBusy, OSError) as exc:
-                ui.notify(t("error.prefix", detail=str(exc)), type="negative", multi_line=True)
+                show_error(t, exc)
                 return
             ui.notify(t("mnt.restored", id=backup_id), type="positive", multi_line=True)
 

@@ -1,24 +1,29 @@
 """The settings page: budgets, chat and embedding models and base URLs, prices and caps, proxy
-and CA bundle, retention, trace mode and language, saved to config.toml only after validation
-(the error names the key, the value and what is allowed), plus the two keys with their tests,
-the running spending totals and the prompt bundles (web/settings_spending.py, _bundles.py).
+and CA bundle, retention, trace mode and language, saved to config.toml only after validation,
+plus the two keys with their tests, the running spending totals and the prompt bundles
+(web/settings_spending.py, _bundles.py).
 
-Keys are never settings: they go to the credential store through KeyField, never to the file.
+Each field shows the value in effect and where it comes from (default, saved, or an environment
+variable, which wins over the file: that field is read-only and says so, the variable's name
+under details). Keys are never settings: they go to the credential store through KeyField.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from nicegui import ui
 
-from actors import App, Config
+from actors import ENV_NAMES, App, Config
 from web import settings_maintenance
+from web.error_view import details_toggle, error_panel
 from web.i18n import LANGUAGES, Texts
 from web.key_field import KeyField
 from web.settings_bundles import BundlesCard
 from web.settings_spending import spending_card
 from web.shell import frame, show_error, texts
+
+Source = Literal["default", "file", "env"]
 
 # (section, key) per group; ("chat.price", key) is the nested price table.
 GROUPS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
@@ -91,14 +96,39 @@ def _label(t: Texts, key: str) -> str:
     return t("set.trace_mode") if key == "mode" else t(f"set.{key}")
 
 
-class SettingsForm:
-    """Inputs for a group of settings; `changes()` gives {section: {key: value}}."""
+def env_variable(section: str, key: str) -> str:
+    return f"CITEWISE_{section}_{key}".upper().replace(".", "_")
 
-    def __init__(self, t: Texts, config: Config, fields: tuple[tuple[str, str], ...]) -> None:
+
+class Sources:
+    """Where each setting's value in effect comes from: the environment (which wins), the
+    saved file, or the default."""
+
+    def __init__(self, app: App, file: Config) -> None:
+        self.effective = app.config
+        self.file = file
+        self.default = Config()
+        self.overridden = set(app.env_overrides())
+
+    def of(self, section: str, key: str) -> Source:
+        if f"{section}.{key}".replace("chat.price.", "chat.price_") in self.overridden:
+            return "env"
+        if _value(self.file, section, key) != _value(self.default, section, key):
+            return "file"
+        return "default"
+
+
+class SettingsForm:
+    """Inputs for a group of settings; `changes()` gives {section: {key: value}}, leaving out
+    the fields an environment variable sets (their saved value stays as it is)."""
+
+    def __init__(self, t: Texts, sources: Sources, fields: tuple[tuple[str, str], ...]) -> None:
         self.fields: dict[tuple[str, str], Any] = {}
         self.kinds: dict[tuple[str, str], type] = {}
         for section, key in fields:
-            value = _value(config, section, key)
+            source = sources.of(section, key)
+            saved = _value(sources.file, section, key)
+            value = _value(sources.effective, section, key) if source == "env" else saved
             choices = _choices(t, section, key)
             mark = f"setting-{section}.{key}"
             if choices is not None:
@@ -107,8 +137,18 @@ class SettingsForm:
                 element = ui.input(_label(t, key), value=str(value))
             else:
                 element = ui.number(_label(t, key), value=value)
-            self.fields[(section, key)] = element.classes("w-72").mark(mark)
+            if source == "env":
+                shown = choices.get(value, value) if choices else value
+                saved_shown = choices.get(saved, saved) if choices else saved
+                hint = t("set.env_field", value=shown, saved=saved_shown)
+                element.props("readonly")
+            else:
+                hint = t(f"set.source.{source}")
+            element.props(f'hint="{_attribute(hint)}"')
+            self.fields[(section, key)] = element.classes("w-72").mark(f"{mark} source-{source}")
             self.kinds[(section, key)] = type(value)
+            if source == "env":
+                del self.fields[(section, key)]  # never written: the file keeps its own value
 
     def changes(self) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
@@ -124,37 +164,50 @@ class SettingsForm:
         return out
 
 
+def _attribute(text: str) -> str:
+    return text.replace("&", "&amp;").replace('"', "&quot;")
+
+
+def _env_banner(t: Texts, sources: Sources) -> None:
+    if not sources.overridden:
+        return
+    with ui.column().classes("w-full gap-1 bg-blue-50 p-2 rounded").mark("env-banner"):
+        ui.label(t("set.env_banner")).classes("text-sm").mark("env-note")
+        lines = [
+            t("set.env_details", variable=env_variable(*name.split(".", 1)), setting=name)
+            for name in sorted(sources.overridden)
+        ]
+        details_toggle(t, "\n".join(lines))
+
+
 def build(app: App) -> None:
     t = texts(app)
     frame(app, t, "/settings")
     try:
         config = app.file_settings()
     except Exception as exc:  # a damaged config.toml: say how to repair it
-        show_error(t, exc)
+        show_error(t, exc, here="/settings")
         config = app.config
+    sources = Sources(app, config)
     forms: list[SettingsForm] = []
     with ui.column().classes("w-full max-w-4xl mx-auto gap-4"):
         ui.label(t("set.title")).classes("text-xl font-semibold")
-        overridden = app.env_overrides()
-        if overridden:
-            ui.label(t("set.env_note", keys=", ".join(overridden))).classes(
-                "text-sm bg-blue-50 p-2 rounded"
-            ).mark("env-note")
+        _env_banner(t, sources)
         with ui.card().classes("w-full"):
             ui.label(t("set.keys")).classes("text-base font-semibold")
             if not app.keyring_available():
-                ui.label(t("set.no_keyring")).classes("text-sm bg-amber-50 p-2 rounded").mark(
-                    "no-keyring"
-                )
+                with ui.column().classes("w-full gap-1 bg-amber-50 p-2 rounded").mark("no-keyring"):
+                    ui.label(t("set.no_keyring")).classes("text-sm")
+                    details_toggle(t, t("set.no_keyring_details", **ENV_NAMES))
             KeyField(app, t, "deepseek")
             KeyField(app, t, "embedding")
         for title, fields in GROUPS:
             with ui.card().classes("w-full"):
                 ui.label(t(title)).classes("text-base font-semibold")
-                with ui.row().classes("gap-4"):
-                    forms.append(SettingsForm(t, config, fields))
+                with ui.row().classes("gap-x-4 gap-y-6"):
+                    forms.append(SettingsForm(t, sources, fields))
         refresh_spending = spending_card(app, t)
-        error = ui.label().classes("text-red-700 text-sm").mark("settings-error")
+        error = ui.column().classes("w-full gap-1").mark("settings-error")
 
         async def save() -> None:
             changes: dict[str, dict[str, Any]] = {}
@@ -166,13 +219,13 @@ def build(app: App) -> None:
                         else:
                             changes.setdefault(section, {})[key] = value
             language_before = app.config.ui.language
+            error.clear()
             try:
                 await app.save_settings(changes)
-            except Exception as exc:  # a validation error names the key and what is allowed
-                error.set_text(t("set.invalid", message=str(exc)))
-                show_error(t, exc)
+            except Exception as exc:  # said next to the button, the setting's name in details
+                with error:
+                    error_panel(t, exc, retry=save, here="/settings")
                 return
-            error.set_text("")
             refresh_spending()  # the caps may have changed
             ui.notify(t("set.saved"), type="positive")
             if app.config.ui.language != language_before:

@@ -1,5 +1,6 @@
 """The frame every page shares: header with navigation, collection and language, and the one
-way pages report errors (what happened and what to do, never a traceback).
+way pages report errors (web/error_view.py: what happened and one thing to do, the technical
+details only behind a toggle).
 
 It never reads settings or data itself; everything comes from the App.
 """
@@ -11,8 +12,11 @@ from typing import Any
 
 from nicegui import ui
 
-from actors import USER_ERRORS, App
+from actors import App
+from web.error_view import error_panel, error_sentence, show_error
 from web.i18n import LANGUAGES, Texts
+
+__all__ = ["error_panel", "error_sentence", "frame", "guarded", "show_error", "texts"]
 
 NAV = (
     ("/", "nav.ask", "chat"),
@@ -59,21 +63,14 @@ def _title_key(path: str) -> str:
     return "nav.wizard"
 
 
-def show_error(t: Texts, exc: BaseException) -> None:
-    if isinstance(exc, USER_ERRORS):
-        ui.notify(t("error.prefix", detail=str(exc)), type="negative", multi_line=True)
-    else:
-        detail = f"{type(exc).__name__}: {exc}"
-        ui.notify(t("error.unexpected", detail=detail), type="negative", multi_line=True)
-
-
 async def guarded(t: Texts, func: Callable[..., Any], *args: Any, **kw: Any) -> Any:
-    """Run `func` (sync or async); on failure tell the person and return None."""
+    """Run `func` (sync or async); on failure tell the person (with Retry where trying again
+    may help) and return None."""
     try:
         result = func(*args, **kw)
         if isinstance(result, Awaitable):
             return await result
         return result
     except Exception as exc:  # shown to the person; cancellation still propagates
-        show_error(t, exc)
+        show_error(t, exc, retry=lambda: guarded(t, func, *args, **kw))
         return None

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
 
+import anyio
 import pytest
 from nicegui import ui
 from nicegui.testing import User
@@ -49,7 +52,7 @@ async def test_wizard_takes_a_new_user_to_a_first_cited_answer(
 
     # 2. DeepSeek key: a failing test keeps the user on this step
     ui_user.find(marker="wizard-next-chat").click()
-    await eventually(lambda: "no_key" in texts_of(ui_user, "key-deepseek-message")[0])
+    await eventually(lambda: "还没有保存 Key" in texts_of(ui_user, "key-deepseek-message")[0])
     chat_server.script(Text("p"))
     ui_user.find(marker="key-deepseek-input").type("sk-wizard-0000000000")
     ui_user.find(marker="wizard-next-chat").click()
@@ -88,3 +91,50 @@ async def test_skip_goes_to_the_library_and_the_wizard_does_not_come_back(
     await ui_user.should_see(marker="import-panel")
     await ui_user.open("/")
     await ui_user.should_see(marker="question-box")
+
+
+async def test_reloading_the_ask_page_after_the_first_question_does_not_ask_again(
+    ui_user: User, home_copy: Path, chat_server: ChatServer, no_keys: None, monkeypatch: Any
+) -> None:
+    monkeypatch.setenv("CITEWISE_DEEPSEEK_API_KEY", "test-key")
+    chat_server.script(Text("Thought: t\nAction: Finish[Listeners run in order.]"))
+    service = service_for(home_copy, chat={"base_url": chat_server.url})
+    register(service)
+    await ui_user.open("/wizard?step=ask")
+    ui_user.find(marker="wizard-question").type("In which order do listeners run?")
+    ui_user.find(marker="wizard-finish").click()
+    await eventually(lambda: "Listeners run in order." in answer_html(ui_user), timeout_s=30)
+    await eventually(lambda: bool(found(ui_user, "export-answer")))  # recorded
+    assert len(chat_server.requests) == 1
+    (conversation,) = service.conversations()
+
+    # A reload, the conversation's own address, and the address older versions used.
+    for address in (
+        "/",
+        f"/?c={conversation.conversation_id}",
+        "/?" + urlencode({"q": "In which order do listeners run?"}),
+    ):
+        await ui_user.open(address)
+        await ui_user.should_see(marker="question-box")
+        await anyio.sleep(0.5)  # the old page asked 0.1 s after loading
+    assert len(chat_server.requests) == 1
+    assert [c.turns for c in service.conversations()] == [1]
+    assert chat_server.remaining == 0
+
+
+async def test_the_conversation_address_shows_it_without_asking(
+    ui_user: User, home_copy: Path, chat_server: ChatServer, no_keys: None, monkeypatch: Any
+) -> None:
+    monkeypatch.setenv("CITEWISE_DEEPSEEK_API_KEY", "test-key")
+    chat_server.script(Text("Thought: t\nAction: Finish[Listeners run in order.]"))
+    service = service_for(home_copy, chat={"base_url": chat_server.url})
+    register(service)
+    await ui_user.open("/wizard?step=ask")
+    ui_user.find(marker="wizard-question").type("Order?")
+    ui_user.find(marker="wizard-finish").click()
+    await eventually(lambda: bool(found(ui_user, "export-answer")), timeout_s=30)
+    (conversation,) = service.conversations()
+    await ui_user.open(f"/?c={conversation.conversation_id}")
+    await ui_user.should_see("Listeners run in order.")
+    await ui_user.should_see(marker="trace-link")
+    assert len(chat_server.requests) == 1
