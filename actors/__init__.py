@@ -16,8 +16,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the same names, for type checkers
+    from actors.answer_export import ExportLabels, export_name, mark_unverified
     from actors.app import USER_ERRORS, App
-    from actors.answer_export import ExportLabels, export_name
     from actors.app_state import DEFAULT_COLLECTION
     from actors.asking import AskResult
     from actors.backup import backups, create_backup, restore_backup
@@ -104,7 +104,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     **{n: ("actors.app", n) for n in ("USER_ERRORS", "App")},
     "AppError": ("actors.errors", "AppError"),
     "DEFAULT_COLLECTION": ("actors.app_state", "DEFAULT_COLLECTION"),
-    **{n: ("actors.answer_export", n) for n in ("ExportLabels", "export_name")},
+    **{n: ("actors.answer_export", n) for n in ("ExportLabels", "export_name", "mark_unverified")},
     "AskResult": ("actors.asking", "AskResult"),
     "BackupInfo": ("engine.versions.upgrade", "BackupInfo"),
     "backups": ("actors.backup", "backups"),
@@ -299,6 +299,7 @@ __all__ = [  # the public surface; tests/test_exports.py keeps it equal to _EXPO
     "export_name",
     "install_folder",
     "install_redaction",
+    "mark_unverified",
     "open_data",
     "redact",
     "render_evidence",

@@ -9,6 +9,7 @@ raw block id, never anything but the questions, the answers and their sources.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypedDict, Unpack
@@ -45,6 +46,18 @@ class ExportedTurn(msgspec.Struct, frozen=True, kw_only=True):
     citations: tuple[Citation, ...] = ()
     termination_reason: str = "finished"
     meta: str = ""  # one line under the answer: when, cost, tokens (already in words)
+
+
+_NUMBER = re.compile(r"\[(\d+)\]")
+
+
+def mark_unverified(text: str, citations: Sequence[Citation]) -> str:
+    """An answer numbered [n] with the unverifiable citations shown as [n?], as their
+    sources are (and as the live answer showed them)."""
+    bad = {c.index for c in citations if not c.valid}
+    if not bad:
+        return text
+    return _NUMBER.sub(lambda m: f"[{m[1]}?]" if int(m[1]) in bad else m[0], text)
 
 
 def citation_label(c: Citation, labels: ExportLabels) -> str:
@@ -130,20 +143,20 @@ def export_conversation(
         turns = [t for t in turns if t.request_id == request_id]
     if not turns:
         raise AppError("there is no recorded answer to export; ask the question first")
-    exported = [
-        ExportedTurn(
-            question=t.question,
-            answer=None if t.answer is None else numbered(t.answer),
-            citations=(
-                ()
-                if t.answer is None
-                else tuple(history_citations(catalog, t.answer, t.snapshot_id))
-            ),
-            termination_reason=t.termination_reason,
-            meta=meta(t) if meta is not None else "",
+    exported = []
+    for t in turns:
+        citations = (
+            () if t.answer is None else tuple(history_citations(catalog, t.answer, t.snapshot_id))
         )
-        for t in turns
-    ]
+        exported.append(
+            ExportedTurn(
+                question=t.question,
+                answer=None if t.answer is None else mark_unverified(numbered(t.answer), citations),
+                citations=citations,
+                termination_reason=t.termination_reason,
+                meta=meta(t) if meta is not None else "",
+            )
+        )
     if request_id is not None and title is None:
         return turn_markdown(exported[0], labels, heading="#").rstrip() + "\n"
     return conversation_markdown(exported, labels, title=title)

@@ -1,18 +1,21 @@
-"""One question and its answer on the ask page: the streamed Markdown (rendered safely),
-citation chips (title · section · page, never raw ids) that open the source viewer, the
-disclosures, and the live budget gauge.
+"""One question and its answer on the ask page: the streamed Markdown (rendered safely, with
+a blinking cursor while it streams), citation chips (title · section · page, never raw ids)
+that open the source viewer, the disclosures, the cost line and trace link (for answers from
+history too), the Markdown download, and the live budget gauge that says what it measures.
 
-It renders LiveAnswer state; it never decides anything about the request itself.
+It renders LiveAnswer state and recorded turns; it never decides anything about the request.
 """
 
 from __future__ import annotations
 
+import re
+import weakref
 from collections.abc import Awaitable, Callable
 
-from nicegui import ui
+from nicegui import Client, context, ui
 
-from actors import Citation, Event, trace_id_for
-from web.i18n import Texts
+from actors import Citation, ConversationTurn, Event, ExportLabels, trace_id_for
+from web.i18n import Texts, when
 from web.live_answer import Gauge, LiveAnswer
 from web.safe_markdown import sanitize_html, to_html
 from web.source_viewer import pages_text
@@ -20,6 +23,34 @@ from web.source_viewer import pages_text
 PATH_SEPARATOR = " / "
 RENDER_INTERVAL_S = 0.08
 OpenSource = Callable[[Citation, str | None], Awaitable[None]]
+Export = Callable[[], Awaitable[None] | None]
+
+CURSOR = '<span class="cw-cursor"></span>'
+_STYLES = """
+@keyframes cw-blink { 0%, 49% { opacity: 1 } 50%, 100% { opacity: 0 } }
+.cw-cursor::after { content: "▍"; color: #2563eb; margin-left: 1px;
+  animation: cw-blink 1s infinite; }
+.cw-answer .q-btn.disabled, .cw-controls .q-btn.disabled { opacity: 0.45 !important; }
+"""
+_styled: weakref.WeakSet[Client] = weakref.WeakSet()
+_TRAILING_CLOSERS = re.compile(r"(?:</[a-z0-9]+>\s*)+$")
+
+
+def answer_styles() -> None:
+    """The cursor's and the controls' styles, once per page."""
+    client = context.client
+    if client not in _styled:
+        _styled.add(client)
+        ui.add_css(_STYLES)
+
+
+def with_cursor(markup: str) -> str:
+    """The rendered answer with the streaming cursor after its last character (inside the
+    last paragraph or list item, not on a line of its own)."""
+    match = _TRAILING_CLOSERS.search(markup)
+    if match is None:
+        return markup + CURSOR
+    return markup[: match.start()] + CURSOR + markup[match.start() :]
 
 
 def chip_label(t: Texts, c: Citation) -> str:
@@ -69,18 +100,23 @@ def markdown_html(text: str) -> ui.html:
 
 
 class GaugeView:
-    """Three bars: context size, tokens used by the request, tool calls."""
+    """Three bars: context size, tokens used by the request, tool calls; each says in words
+    what it measures and what happens at its limit."""
 
     def __init__(self, t: Texts) -> None:
         self.t = t
-        with ui.card().classes("w-full").mark("budget-gauge"):
+        with ui.card().classes("w-full gap-1").mark("budget-gauge"):
             ui.label(t("gauge.title")).classes("text-sm font-semibold")
-            self.context_label = ui.label().classes("text-xs")
+            ui.label(t("gauge.intro")).classes("text-xs text-slate-600").mark("gauge-intro")
+            self.context_label = ui.label().classes("text-xs font-medium mt-1")
             self.context_bar = ui.linear_progress(value=0, show_value=False)
-            self.request_label = ui.label().classes("text-xs")
+            ui.label(t("gauge.context_hint")).classes("text-xs text-slate-500").mark("gauge-hint")
+            self.request_label = ui.label().classes("text-xs font-medium mt-1")
             self.request_bar = ui.linear_progress(value=0, show_value=False)
-            self.tools_label = ui.label().classes("text-xs")
+            ui.label(t("gauge.request_hint")).classes("text-xs text-slate-500").mark("gauge-hint")
+            self.tools_label = ui.label().classes("text-xs font-medium mt-1")
             self.tools_bar = ui.linear_progress(value=0, show_value=False)
+            ui.label(t("gauge.tools_hint")).classes("text-xs text-slate-500").mark("gauge-hint")
 
     def show(self, g: Gauge) -> None:
         t, b = self.t, g.budgets
@@ -112,13 +148,17 @@ class AnswerView:
         self.gauge = gauge
         self.on_open = on_open
         self._dirty = False
-        with ui.card().classes("w-full") as self.card:
+        self._streaming = True
+        answer_styles()
+        with ui.card().classes("w-full cw-answer") as self.card:
             self.card.mark("answer-card")
             ui.label(question).classes("font-medium text-slate-700").mark("question")
             self.activity = ui.label().classes("text-xs text-slate-500").mark("activity")
             self.answer = markdown_html("").mark("answer")
+            self.answer.set_content(CURSOR)
             self.notes = ui.column().classes("w-full gap-1")
             self.sources = ui.column().classes("w-full")
+            self.actions = ui.row().classes("w-full gap-2")
         self._timer = ui.timer(RENDER_INTERVAL_S, self._render_if_dirty)
         gauge.show(state.gauge)
 
@@ -132,14 +172,20 @@ class AnswerView:
         if not self._dirty:
             return
         self._dirty = False
-        self.answer.set_content(to_html(self.state.text))
+        markup = to_html(self.state.text)
+        self.answer.set_content(with_cursor(markup) if self._streaming else markup)
         a = self.state.activity
         self.activity.set_text(self.t(a.key, **a.values) if a is not None else "")
         self.gauge.show(self.state.gauge)
 
-    def _render_final(self) -> None:
+    def _end_stream(self) -> None:
+        self._streaming = False
+        self._dirty = True
         self._render_if_dirty()
         self._timer.cancel()
+
+    def _render_final(self) -> None:
+        self._end_stream()
         f = self.state.finished
         assert f is not None
         t = self.t
@@ -159,21 +205,15 @@ class AnswerView:
             elif f.termination_reason not in ("finished", "clarification"):
                 ui.label(t("ask.under_limit", reason=f.termination_reason)).classes("text-sm")
             c = f.counters
-            ui.label(
-                t(
-                    "ask.summary",
-                    turns=c.agent_turns,
-                    tools=c.tool_calls,
-                    tokens=c.used_tokens,
-                    cost=f"{f.cost:.4f}",
-                    currency=f.currency,
-                )
-            ).classes("text-xs text-slate-500").mark("answer-summary")
-            ui.link(t("ask.trace"), f"/traces?id={trace_id_for(f.request_id)}").classes(
-                "text-xs"
-            ).mark("trace-link")
+            summary_line(t, c.agent_turns, c.tool_calls, c.used_tokens, f.cost, f.currency)
+            trace_link(t, trace_id_for(f.request_id))
         with self.sources:
             citation_chips(t, f.citations, f.snapshot_id, self.on_open)
+
+    def add_export(self, on_export: Export) -> None:
+        """The download button, once the answer is recorded in its conversation."""
+        with self.actions:
+            export_button(self.t, on_export)
 
     def trace_partial(self, dropped: int) -> None:
         with self.notes:
@@ -182,15 +222,98 @@ class AnswerView:
             ).mark("trace-partial-note")
 
     def stopped(self) -> None:
-        self._render_if_dirty()
-        self._timer.cancel()
+        self._end_stream()
         self.activity.set_text("")
         with self.notes:
             ui.label(self.t("ask.stopped")).classes("text-sm text-amber-800").mark("stopped")
 
     def failed(self, message: str) -> None:
-        self._render_if_dirty()
-        self._timer.cancel()
+        self._end_stream()
         self.activity.set_text("")
         with self.notes:
             ui.label(message).classes("text-sm text-red-700").mark("ask-error")
+
+
+def summary_line(
+    t: Texts, turns: int, tools: int, tokens: int, cost: float, currency: str
+) -> ui.label:
+    """The cost line: turns, tool calls, chat tokens and what the answer cost."""
+    text = t(
+        "ask.summary",
+        turns=turns,
+        tools=tools,
+        tokens=tokens,
+        cost=f"{cost:.4f}",
+        currency=currency,
+    )
+    return ui.label(text).classes("text-xs text-slate-500").mark("answer-summary")
+
+
+def trace_link(t: Texts, trace_id: str) -> ui.link:
+    return ui.link(t("ask.trace"), f"/traces?id={trace_id}").classes("text-xs").mark("trace-link")
+
+
+def export_button(t: Texts, on_export: Export) -> ui.button:
+    return (
+        ui.button(t("ask.export_answer"), icon="download", on_click=on_export)
+        .props("flat dense no-caps size=sm")
+        .mark("export-answer")
+    )
+
+
+def past_turn(
+    t: Texts,
+    turn: ConversationTurn,
+    answer: str | None,
+    citations: list[Citation],
+    on_open: OpenSource,
+    on_export: Export,
+) -> None:
+    """An answer from the conversation's history: the same card as a live one, with the cost
+    line and trace link it was recorded with (older records have no cost line)."""
+    with ui.card().classes("w-full cw-answer").mark("answer-card"):
+        ui.label(turn.question).classes("font-medium text-slate-700").mark("question")
+        if answer is None:
+            ui.label(t("ask.no_answer_recorded", reason=turn.termination_reason)).classes(
+                "text-sm text-red-700"
+            ).mark("no-answer")
+        else:
+            markdown_html(answer).mark("answer")
+        with ui.column().classes("w-full gap-1"):
+            ui.label(when(t, turn.created_at)).classes("text-xs text-slate-500").mark("answer-when")
+            if turn.cost_known:
+                summary_line(
+                    t, turn.agent_turns, turn.tool_calls, turn.used_tokens, turn.cost, turn.currency
+                )
+            trace_link(t, turn.trace)
+        citation_chips(t, citations, turn.snapshot_id, on_open)
+        if answer is not None:
+            with ui.row().classes("w-full gap-2"):
+                export_button(t, on_export)
+
+
+def export_labels(t: Texts) -> ExportLabels:
+    """The export's words in the UI language."""
+    return ExportLabels(
+        sources=t("ask.sources"),
+        unverified=t("ask.unverified"),
+        page=t("ask.page"),
+        pages=t("ask.pages"),
+        no_answer=t("export.no_answer"),
+    )
+
+
+def export_meta(t: Texts, turn: ConversationTurn) -> str:
+    """The line under each exported answer: when it was asked and what it cost."""
+    asked = when(t, turn.created_at)
+    if not turn.cost_known:
+        return asked
+    cost = t(
+        "ask.summary",
+        turns=turn.agent_turns,
+        tools=turn.tool_calls,
+        tokens=turn.used_tokens,
+        cost=f"{turn.cost:.4f}",
+        currency=turn.currency,
+    )
+    return t("export.meta", when=asked, cost=cost)

@@ -1,24 +1,61 @@
-"""The ask page: question box, streamed answers with citation chips, budget gauge, stop
-button, the disclosure banner for an incomplete knowledge base, and the conversations of the
-current collection (follow-ups continue the selected one).
+"""The ask page: question box (Enter sends, Shift+Enter a new line), streamed answers with
+citation chips, budget gauge, stop button, the disclosure banner for an incomplete knowledge
+base, and the conversations of the current collection (follow-ups continue the selected one).
 
 One question at a time per page; the request is cancelled by Stop, never left running unseen.
+Opening or reloading the page never asks anything: the address names at most a conversation
+to show (`/?c=…`); the wizard's first question is handed over once, in memory.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import weakref
 from dataclasses import dataclass
+from functools import partial
 
 from nicegui import ui
 
-from actors import USER_ERRORS, App, AskRun, Citation, SpendingCapReached
-from web.answer_view import AnswerView, GaugeView, citation_chips, markdown_html
-from web.i18n import Texts
+from actors import (
+    USER_ERRORS,
+    App,
+    AskRun,
+    Citation,
+    SpendingCapReached,
+    export_name,
+    mark_unverified,
+)
+from web.answer_view import (
+    AnswerView,
+    GaugeView,
+    answer_styles,
+    export_labels,
+    export_meta,
+    past_turn,
+)
+from web.i18n import Texts, when
 from web.live_answer import LiveAnswer
 from web.shell import frame, show_error, texts
 from web.source_viewer import open_source
 
 HISTORY_SHOWN = 30
+IN_FLIGHT_POLL_S = 0.5
+# Enter sends; Shift+Enter makes a new line; Enter that confirms an input method's candidate
+# (Chinese pinyin: isComposing, keyCode 229) is the input method's, never a send.
+ENTER_SENDS = (
+    "(e) => { if (e.shiftKey || e.isComposing || e.keyCode === 229) return; "
+    "e.preventDefault(); emit(); }"
+)
+
+# The wizard's first question, waiting for the ask page to take it (once).
+_handed_over: weakref.WeakKeyDictionary[App, str] = weakref.WeakKeyDictionary()
+# Questions asked from an ask page that have not ended; a reloaded page follows them.
+_in_flight: weakref.WeakKeyDictionary[App, list[AskRun]] = weakref.WeakKeyDictionary()
+
+
+def hand_over(app: App, question: str) -> None:
+    """Have the next ask page that opens ask `question`, once (a reload does not ask again)."""
+    _handed_over[app] = question
 
 
 @dataclass
@@ -27,9 +64,10 @@ class _PageState:
     running: AskRun | None = None
 
 
-def build(app: App, question: str | None = None) -> None:
+def build(app: App, conversation_id: str | None = None) -> None:
     t = texts(app)
     frame(app, t, "/")
+    answer_styles()
     state = _PageState()
 
     async def open_chip(citation: Citation, snapshot_id: str | None) -> None:
@@ -44,20 +82,43 @@ def build(app: App, question: str | None = None) -> None:
             history = ui.column().classes("w-full gap-1").mark("history")
         with ui.column().classes("grow min-w-0"):
             _partial_banner(app, t)
+            with ui.row().classes("w-full justify-end") as conversation_actions:
+                ui.button(
+                    t("ask.export_conversation"),
+                    icon="download",
+                    on_click=lambda: export(state.conversation_id),
+                ).props("flat dense no-caps").mark("export-conversation")
+            conversation_actions.set_visibility(False)
+            in_flight = ui.column().classes("w-full gap-3").mark("in-flight")
             thread = ui.column().classes("w-full gap-3").mark("thread")
             gauge = GaugeView(t)
-            with ui.row().classes("w-full items-end no-wrap"):
-                box = (
-                    ui.textarea(placeholder=t("ask.placeholder"))
-                    .props("autogrow outlined")
-                    .classes("grow")
-                    .mark("question-box")
+            with ui.column().classes("w-full gap-0 cw-controls"):
+                with ui.row().classes("w-full items-end no-wrap"):
+                    box = (
+                        ui.textarea(placeholder=t("ask.placeholder"))
+                        .props("autogrow outlined")
+                        .classes("grow")
+                        .mark("question-box")
+                    )
+                    ask_button = ui.button(t("ask.send"), icon="send").mark("ask-button")
+                    stop_button = ui.button(t("ask.stop"), icon="stop").mark("stop-button")
+                ui.label(t("ask.enter_hint")).classes("text-xs text-slate-500 ml-1").mark(
+                    "enter-hint"
                 )
-                ask_button = ui.button(t("ask.send"), icon="send").mark("ask-button")
-                stop_button = ui.button(t("ask.stop"), icon="stop", color="negative").mark(
-                    "stop-button"
-                )
-                stop_button.disable()
+
+    def show_busy(busy: bool) -> None:
+        """Only the control that can act looks active: Ask while idle, Stop while running."""
+        ask_button.set_enabled(not busy)
+        stop_button.set_enabled(busy)
+        ask_button.props(f"color={'grey-6' if busy else 'primary'}")
+        stop_button.props(f"color={'negative' if busy else 'grey-6'}")
+        (ask_button if busy else stop_button).props("outline")
+        (stop_button if busy else ask_button).props(remove="outline")
+
+    def show_conversation(cid: str | None) -> None:
+        state.conversation_id = cid
+        conversation_actions.set_visibility(cid is not None)
+        ui.navigate.history.replace(f"/?c={cid}" if cid else "/")
 
     def refresh_history() -> None:
         history.clear()
@@ -74,37 +135,81 @@ def build(app: App, question: str | None = None) -> None:
                     ui.item_section(),
                 ):
                     ui.item_label(item.first_question).classes("line-clamp-2 text-sm")
-                    ui.item_label(t("ask.turns", n=item.turns)).props("caption")
+                    ui.item_label(
+                        t("ask.history_row", n=item.turns, when=when(t, item.updated_at))
+                    ).props("caption")
 
     def start_new() -> None:
         if state.running is not None:
             ui.notify(t("ask.busy"))
             return
-        state.conversation_id = None
+        show_conversation(None)
         thread.clear()
         refresh_history()
 
-    def load(conversation_id: str) -> None:
+    def load(cid: str) -> None:
         if state.running is not None:
             ui.notify(t("ask.busy"))
             return
-        state.conversation_id = conversation_id
+        try:
+            turns = app.conversation(cid)
+        except Exception as exc:  # a malformed id in the address: say so, show nothing
+            show_error(t, exc)
+            turns = []
         thread.clear()
+        if not turns:
+            show_conversation(None)
+            refresh_history()
+            return
+        show_conversation(cid)
         with thread:
-            for turn in app.conversation(conversation_id):
-                with ui.card().classes("w-full").mark("answer-card"):
-                    ui.label(turn.question).classes("font-medium text-slate-700")
-                    if turn.answer is None:
-                        ui.label(turn.termination_reason).classes("text-sm text-red-700")
-                        continue
-                    markdown_html(app.numbered(turn.answer))
-                    citation_chips(
-                        t,
-                        app.history_citations(turn.answer, turn.snapshot_id),
-                        turn.snapshot_id,
-                        open_chip,
-                    )
+            for turn in turns:
+                citations = (
+                    []
+                    if turn.answer is None
+                    else app.history_citations(turn.answer, turn.snapshot_id)
+                )
+                answer = (
+                    None
+                    if turn.answer is None
+                    else mark_unverified(app.numbered(turn.answer), citations)
+                )
+                past_turn(
+                    t,
+                    turn,
+                    answer,
+                    citations,
+                    open_chip,
+                    partial(export, cid, turn.request_id),
+                )
         refresh_history()
+
+    def export(cid: str | None, request_id: str | None = None) -> None:
+        """Download one answer (request_id) or the whole conversation as Markdown."""
+        if cid is None:
+            return
+        try:
+            turns = app.conversation(cid)
+            chosen = [x for x in turns if request_id in (None, x.request_id)]
+            first = chosen[0] if chosen else None
+            title = (
+                None
+                if request_id is not None or first is None
+                else t("export.conversation_title", when=when(t, first.created_at))
+            )
+            markdown = app.export_markdown(
+                cid,
+                export_labels(t),
+                meta=lambda turn: export_meta(t, turn),
+                **({"request_id": request_id} if request_id is not None else {}),
+                **({"title": title} if title is not None else {}),
+            )
+        except Exception as exc:  # e.g. the conversation was removed meanwhile
+            show_error(t, exc)
+            return
+        question = first.question if first is not None else ""
+        stamp = first.created_at if first is not None else dt.datetime.now(dt.UTC).isoformat()
+        ui.download.content(markdown.encode("utf-8"), export_name(question, stamp), "text/markdown")
 
     async def submit() -> None:
         text = (box.value or "").strip()
@@ -117,10 +222,12 @@ def build(app: App, question: str | None = None) -> None:
         with thread:
             view = AnswerView(t, LiveAnswer(app.budgets()), text, gauge, open_chip)
         box.set_value("")
-        ask_button.disable()
-        stop_button.enable()
+        show_busy(True)
+        flights = _in_flight.setdefault(app, [])
+        run: AskRun | None = None
         try:
             run = state.running = app.ask(text, state.conversation_id)
+            flights.append(run)
             async with run.events() as events:
                 async for event in events:
                     await view.on_event(event)
@@ -131,25 +238,56 @@ def build(app: App, question: str | None = None) -> None:
                 show_error(t, exc)
             return
         finally:
+            if run is not None and run in flights:
+                flights.remove(run)
             state.running = None
-            ask_button.enable()
-            stop_button.disable()
+            show_busy(False)
         if result is None:
             view.stopped()
             return
         if run.trace_dropped:
             view.trace_partial(run.trace_dropped)
-        state.conversation_id = result.conversation_id
+        show_conversation(result.conversation_id)
+        view.add_export(partial(export, result.conversation_id, result.finished.request_id))
         refresh_history()
 
     def stop() -> None:
         if state.running is not None:
             state.running.stop()
 
+    def follow(run: AskRun) -> None:
+        """A question asked before this page was (re)loaded: say it is still being answered,
+        offer Stop, and show its conversation once it ends."""
+        with in_flight, ui.card().classes("w-full").mark("still-running") as card:
+            ui.label(run.question).classes("font-medium text-slate-700")
+            ui.label(t("ask.still_running")).classes("text-sm text-slate-600")
+            ui.button(t("ask.stop"), icon="stop", color="negative", on_click=run.stop).props(
+                "dense no-caps"
+            ).mark("still-running-stop")
+
+        def check() -> None:
+            if not run.finished.is_set():
+                return
+            timer.cancel()
+            card.delete()
+            if run.result is not None and state.running is None:
+                load(run.result.conversation_id)
+            else:
+                refresh_history()
+
+        timer = ui.timer(IN_FLIGHT_POLL_S, check)
+
     ask_button.on_click(submit)
     stop_button.on_click(stop)
-    box.on("keydown.ctrl.enter", submit)
+    box.on("keydown.enter", submit, js_handler=ENTER_SENDS)
+    show_busy(False)
     refresh_history()
+    for run in list(_in_flight.get(app, [])):
+        if not run.finished.is_set():
+            follow(run)
+    if conversation_id:
+        load(conversation_id)
+    question = _handed_over.pop(app, None)
     if question:
         box.set_value(question)
         ui.timer(0.1, submit, once=True)

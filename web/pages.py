@@ -27,10 +27,11 @@ def register(app: App) -> None:
     run_with_server(app)
 
     @ui.page("/", response_timeout=PAGE_TIMEOUT_S)
-    def ask(q: str | None = None) -> RedirectResponse | None:
+    def ask(c: str | None = None) -> RedirectResponse | None:
+        # `c` only shows a conversation: no address asks a question (reloads must not).
         if needs_wizard(app):
             return RedirectResponse("/wizard", status_code=303)
-        ask_page.build(app, q)
+        ask_page.build(app, c)
         return None
 
     @ui.page("/library", response_timeout=PAGE_TIMEOUT_S)

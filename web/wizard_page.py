@@ -12,6 +12,7 @@ from urllib.parse import urlencode
 from nicegui import ui
 
 from actors import App
+from web.ask_page import hand_over
 from web.i18n import LANGUAGES
 from web.import_panel import ImportPanel
 from web.key_field import KeyField, check_text
@@ -147,8 +148,10 @@ def build(app: App, step: str | None = None) -> None:
                         ui.notify(t("ask.empty_question"))
                         return
                     app.mark_first_run_done()
-                    ui.navigate.to("/?" + urlencode({"q": text}))
+                    hand_over(app, text)  # asked once by the ask page, not kept in its address
+                    ui.navigate.to("/")
 
+                question.on("keydown.enter", finish)
                 with ui.stepper_navigation():
                     ui.button(t("wiz.finish"), icon="send", on_click=finish).mark("wizard-finish")
                     ui.button(t("wiz.back"), on_click=stepper.previous).props("flat")

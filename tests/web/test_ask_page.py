@@ -195,3 +195,139 @@ async def test_budget_limit_is_disclosed_with_the_answer(
     assert ".." not in banner
     assert "What I know so far." in answer_html(ui_user)
     assert texts_of(ui_user, "answer-summary")[0].startswith("2 turns · 0 tool calls")
+
+
+def element(user: User, marker: str) -> Any:
+    (only,) = found(user, marker)
+    return only
+
+
+async def test_enter_sends_and_the_hint_says_so_in_both_languages(
+    ui_user: User, home_copy: Path, chat_server: ChatServer, chat_env: None
+) -> None:
+    chat_server.script(Text("Thought: t\nAction: Finish[Sent by Enter.]"))
+    register(service_for(home_copy, chat={"base_url": chat_server.url}))
+    await ui_user.open("/")
+    assert texts_of(ui_user, "enter-hint") == ["Enter sends · Shift+Enter starts a new line"]
+    ui_user.find(marker="question-box").type("Does Enter send?")
+    ui_user.find(marker="question-box").trigger("keydown.enter")
+    await eventually(lambda: "Sent by Enter." in answer_html(ui_user))
+    assert len(chat_server.requests) == 1
+
+
+async def test_the_hint_and_the_budget_card_speak_chinese(
+    ui_user: User, home_copy: Path, chat_env: None
+) -> None:
+    register(service_for(home_copy, ui={"language": "zh"}))
+    await ui_user.open("/")
+    assert texts_of(ui_user, "enter-hint") == ["按 Enter 发送 · Shift+Enter 换行"]
+    hints = texts_of(ui_user, "gauge-hint")
+    assert len(hints) == 3 and all(h and h.isascii() is False for h in hints)
+
+
+async def test_the_budget_card_says_what_each_gauge_means(
+    ui_user: User, home_copy: Path, chat_env: None
+) -> None:
+    register(service_for(home_copy))
+    await ui_user.open("/")
+    assert "answers with what it has found" in texts_of(ui_user, "gauge-intro")[0]
+    context, request, tools = texts_of(ui_user, "gauge-hint")
+    assert "earlier answers" in context and "passages" in context
+    assert "what it costs" in request
+    assert "Searches" in tools
+
+
+async def test_only_the_control_that_can_act_looks_active(
+    ui_user: User, home_copy: Path, chat_server: ChatServer, chat_env: None
+) -> None:
+    chat_server.script(Delay(2, Text("Thought: t\nAction: Finish[Done.]")))
+    register(service_for(home_copy, chat={"base_url": chat_server.url}))
+    await ui_user.open("/")
+    ask, stop = element(ui_user, "ask-button"), element(ui_user, "stop-button")
+    assert ask.enabled and ask.props["color"] == "primary"
+    assert not stop.enabled and stop.props["color"] == "grey-6" and "outline" in stop.props
+    ui_user.find(marker="question-box").type("Slow?")
+    ui_user.find(marker="ask-button").click()
+    await eventually(lambda: stop.enabled)
+    assert not ask.enabled and ask.props["color"] == "grey-6"
+    assert stop.props["color"] == "negative" and "outline" not in stop.props
+    await eventually(lambda: "Done." in answer_html(ui_user))
+    await eventually(lambda: ask.enabled and not stop.enabled)
+    assert stop.props["color"] == "grey-6"
+
+
+async def test_a_streaming_answer_shows_a_cursor_that_goes_when_it_ends(
+    ui_user: User, home_copy: Path, chat_server: ChatServer, chat_env: None
+) -> None:
+    answer = "Listeners run one after another, synchronously, in registration order."
+    chat_server.script(
+        Text(f"Thought: t\nAction: Finish[{answer}]", chunk_chars=2, chunk_delay_s=0.03)
+    )
+    register(service_for(home_copy, chat={"base_url": chat_server.url}))
+    await ui_user.open("/")
+    ui_user.find(marker="question-box").type("How?")
+    ui_user.find(marker="ask-button").click()
+    await eventually(lambda: "Listeners" in answer_html(ui_user))
+    streaming = answer_html(ui_user)
+    assert "cw-cursor" in streaming and answer not in streaming
+    assert streaming.index("Listeners") < streaming.index("cw-cursor") < streaming.rindex("</p>")
+    await eventually(lambda: bool(found(ui_user, "answer-summary")))
+    assert answer in answer_html(ui_user) and "cw-cursor" not in answer_html(ui_user)
+
+
+async def test_an_earlier_conversation_keeps_its_cost_line_trace_link_and_export(
+    ui_user: User, home_copy: Path, chat_server: ChatServer, chat_env: None
+) -> None:
+    chat_server.script(search(), cite)
+    service = service_for(home_copy, chat={"base_url": chat_server.url})
+    register(service)
+    await ui_user.open("/")
+    ui_user.find(marker="question-box").type("How do listeners run?")
+    ui_user.find(marker="ask-button").click()
+    await eventually(lambda: bool(found(ui_user, "export-answer")), timeout_s=30)
+    live_summary = texts_of(ui_user, "answer-summary")
+    live_trace = [link.props["href"] for link in found(ui_user, "trace-link")]
+    assert live_summary[0].startswith("2 turns · 1 tool call · ")
+
+    ui_user.find(marker="new-conversation").click()
+    await ui_user.should_not_see(marker="answer-card")
+    ui_user.find(marker="history-item").click()
+    await ui_user.should_see(marker="answer-summary")
+    assert texts_of(ui_user, "answer-summary") == live_summary
+    assert [link.props["href"] for link in found(ui_user, "trace-link")] == live_trace
+    assert texts_of(ui_user, "citation-chip") == ["[1] Node events · Emitters"]
+    assert "Made up.[2?]" in answer_html(ui_user)
+
+    ui_user.find(marker="export-answer").click()
+    markdown = (await ui_user.download.next(timeout=5)).text
+    assert markdown.startswith("# How do listeners run?\n")
+    assert "Listeners run **synchronously**, one after another.[1]" in markdown
+    assert "Made up.[2?]" in markdown  # as the page shows it
+    assert "- **[1]** Node events · Emitters\n  > " in markdown
+    assert "An EventEmitter calls every listener synchronously" in markdown
+    assert "- **[2?]** unverified source" in markdown
+    assert "dnope" not in markdown and "#b" not in markdown
+    assert live_summary[0] in markdown
+
+    ui_user.find(marker="export-conversation").click()
+    whole = (await ui_user.download.next(timeout=5)).text
+    assert whole.startswith("# Citewise conversation, ") and "## How do listeners run?" in whole
+
+
+async def test_a_question_still_running_after_a_reload_is_followed_not_asked_again(
+    ui_user: User, home_copy: Path, chat_server: ChatServer, chat_env: None
+) -> None:
+    chat_server.script(Delay(1.5, Text("Thought: t\nAction: Finish[Worth the wait.]")))
+    service = service_for(home_copy, chat={"base_url": chat_server.url})
+    register(service)
+    await ui_user.open("/")
+    ui_user.find(marker="question-box").type("Slow one?")
+    ui_user.find(marker="ask-button").click()
+    await eventually(lambda: len(chat_server.requests) == 1)
+    await ui_user.open("/")  # the reload
+    await ui_user.should_see(marker="still-running")
+    await ui_user.should_see("Slow one?")
+    await ui_user.should_see("Worth the wait.", retries=60)
+    await ui_user.should_not_see(marker="still-running")
+    assert len(chat_server.requests) == 1
+    assert [c.turns for c in service.conversations()] == [1]
