@@ -3,7 +3,10 @@ that tools returned (and the harness admitted) during this request, resolved on 
 snapshot to title, section, pages and a preview.
 
 A marker naming a block that was never returned is kept but flagged (valid=false) and never
-resolved into evidence. Nothing here trusts the model's ids beyond looking them up.
+resolved into evidence; so is one naming a block the model saw only as a scan_term snippet
+("located, not read": resolved, so a person can see where it is, but not evidence). Only a
+block whose full text a tool returned (search_blocks, list_blocks) is valid evidence. Nothing
+here trusts the model's ids beyond looking them up.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from typing import Literal
 import msgspec
 
 from engine.parsing.model import PATH_SEPARATOR
-from engine.tools.contracts import ToolResult, cited_refs, read_result
+from engine.tools.contracts import ToolResult, cited_refs, located_refs, read_result
 from index.snapshot import Snapshot
 
 MARKER = re.compile(r"【\s*来源\s*[:：]\s*([^】]*?)\s*】")
@@ -23,7 +26,7 @@ _SPLIT = re.compile(r"[\s,，;；、]+")
 PREVIEW_CHARS = 160
 _MAX_MARKER = 400  # a 【 not closed within this many characters is not a marker
 
-Problem = Literal["not_returned", "not_in_snapshot", "malformed"]
+Problem = Literal["not_returned", "not_in_snapshot", "malformed", "located_not_read"]
 
 
 class Citation(msgspec.Struct, frozen=True, kw_only=True):
@@ -43,10 +46,20 @@ class Citation(msgspec.Struct, frozen=True, kw_only=True):
     page_end: int | None = None
     preview: str = ""
 
+    @property
+    def located_not_read(self) -> bool:
+        """The model saw only a scan_term snippet of this block: it knows where, not what."""
+        return self.problem == "located_not_read"
+
     def label(self) -> str:
         """How a person sees it: title · section · pages (never the raw id)."""
+        if self.located_not_read:
+            return f"located by a term scan, not read: {self._place()}"
         if not self.valid:
             return "unverified source (not among the blocks retrieved for this answer)"
+        return self._place()
+
+    def _place(self) -> str:
         parts = [self.title or self.source_label]
         section = self.section_path or self.section_title
         if section.startswith(self.title + PATH_SEPARATOR):
@@ -64,28 +77,46 @@ class Citation(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Evidence:
-    """The blocks the model has actually seen in this request, by citation id."""
+    """The blocks the model has actually read in this request (their full text), by citation
+    id, and apart from them the blocks it has only located (a scan_term snippet)."""
 
     def __init__(self) -> None:
-        self._seen: dict[str, list[str]] = {}
+        self._seen: dict[str, list[str]] = {}  # read: valid evidence
+        self._located: dict[str, list[str]] = {}  # located only, not (yet) read
 
     def __len__(self) -> int:
         return len(self._seen)
 
     def __contains__(self, citation: str) -> bool:
+        """Whether the model read this block's full text: only then is it evidence."""
         return citation in self._seen
 
+    def located(self, citation: str) -> bool:
+        """Whether the model saw this block only as a scan_term snippet."""
+        return citation in self._located and citation not in self._seen
+
     def add(self, doc_id: str, block_id: str, tool: str) -> None:
+        """A block whose full text `tool` returned."""
         tools = self._seen.setdefault(f"{doc_id}#{block_id}", [])
         if tool not in tools:
             tools.append(tool)
 
+    def add_located(self, doc_id: str, block_id: str, tool: str) -> None:
+        """A block `tool` only pointed at (a snippet of it)."""
+        tools = self._located.setdefault(f"{doc_id}#{block_id}", [])
+        if tool not in tools:
+            tools.append(tool)
+
     def add_returned(self, tool: str, result: ToolResult) -> int:
-        """Register the blocks a tool result returns (its `blocks` or `hits`); how many."""
-        refs = cited_refs(result)
-        for doc_id, block_id in refs:
+        """Register the blocks a tool result returns: read (`blocks`) or located (`hits`);
+        how many blocks it names."""
+        read = cited_refs(result)
+        for doc_id, block_id in read:
             self.add(doc_id, block_id, tool)
-        return len(refs)
+        located = located_refs(result)
+        for doc_id, block_id in located:
+            self.add_located(doc_id, block_id, tool)
+        return len(read) + len(located)
 
     def add_result(self, tool: str, payload: bytes) -> int:
         """`add_returned` for a result as JSON (a front end replaying ToolCallFinished
@@ -94,7 +125,9 @@ class Evidence:
         return 0 if result is None else self.add_returned(tool, result)
 
     def tools(self, citation: str) -> tuple[str, ...]:
-        return tuple(self._seen.get(citation, ()))
+        """The tools that returned the block, those that showed its text first."""
+        both = [*self._seen.get(citation, ()), *self._located.get(citation, ())]
+        return tuple(dict.fromkeys(both))
 
 
 def _items(inner: str) -> Iterable[str]:
@@ -118,10 +151,15 @@ def resolve(answer: str, evidence: Evidence, snapshot: Snapshot) -> list[Citatio
         problem: Problem | None = (
             "malformed"
             if not sep or not doc_id or not block_id
+            else "located_not_read"
+            if evidence.located(item)
             else "not_returned"
             if item not in evidence
             else None
         )
+        if problem == "located_not_read":
+            out.append(_resolved(index, item, doc_id, block_id, n, evidence, snapshot, problem))
+            continue
         if problem is not None:
             out.append(
                 Citation(
@@ -147,7 +185,10 @@ def _resolved(
     n: int,
     evidence: Evidence,
     snapshot: Snapshot,
+    located: Problem | None = None,
 ) -> Citation:
+    """A citation resolved on the snapshot: valid evidence, or (`located`) a block that is
+    shown where it is but flagged as not read."""
     ordinal = snapshot.block_ordinal(doc_id, block_id)
     if ordinal is None:
         return Citation(
@@ -168,7 +209,8 @@ def _resolved(
         citation=item,
         doc_id=doc_id,
         block_id=block_id,
-        valid=True,
+        valid=located is None,
+        problem=located,
         occurrences=n,
         returned_by=evidence.tools(item),
         title=doc.title,

@@ -332,8 +332,22 @@ def returned_items(result: ToolResult) -> tuple[ReturnedItem, ...]:
 
 
 def cited_refs(result: ToolResult) -> list[tuple[str, str]]:
-    """(doc_id, block_id) of every block a result returns: what an answer may cite."""
-    return [(item.doc_id, item.block_id) for item in returned_items(result)]
+    """(doc_id, block_id) of every block whose FULL text a result hands the model
+    (search_blocks, list_blocks): what an answer may cite as evidence. A block is "seen"
+    only this way; a scan_term hit shows a snippet of a block, which locates it but is not
+    evidence (see `located_refs`)."""
+    if not isinstance(result, BlocksResult):
+        return []
+    return [(item.doc_id, item.block_id) for item in result.blocks]
+
+
+def located_refs(result: ToolResult) -> list[tuple[str, str]]:
+    """(doc_id, block_id) of every block a result only locates: scan_term hits, whose snippet
+    is a few dozen characters of the block, not its text. A citation of such a block is
+    "located, not read"."""
+    if not isinstance(result, ScanTermResult):
+        return []
+    return [(hit.doc_id, hit.block_id) for hit in result.hits]
 
 
 def returned_citations(result: ToolResult) -> list[str]:

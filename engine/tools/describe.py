@@ -82,8 +82,10 @@ _TEXT: dict[ToolName, tuple[str, dict[str, str], str, str, str]] = {
         "Every occurrence of an exact string in all documents or the doc_ids you list,"
         " ignoring only letter case, Unicode form and the term's surrounding whitespace: no"
         " word splitting, stemming, synonyms or punctuation changes. Returns every hit, by"
-        " document then block, with a snippet for locating it (not the full context: read"
-        " the block with list_blocks or cite it from search results).",
+        " document then block, with a snippet for locating it. A snippet is not the block:"
+        " a hit is not evidence, and a citation of a block you saw only as a hit is shown"
+        " as located, not read. Read the block with list_blocks (or find it with"
+        " search_blocks) before citing it.",
         {"count": " = occurrences over all hits"},
         "",
         "this exact string does not occur in the scope (count 0, empty_reason no_match).",
@@ -92,7 +94,8 @@ _TEXT: dict[ToolName, tuple[str, dict[str, str], str, str, str]] = {
 }
 
 _COMMON = """\
-Every result also carries token_estimate (its size in tokens). An empty result is legal and
+Cite only blocks whose full text a result gave you (search_blocks, list_blocks); a scan_term
+hit only says where a block is. Every result also carries token_estimate (its size in tokens). An empty result is legal and
 says why in empty_reason: no_match (the scope is valid, nothing matched), scope_empty (the
 scope holds no blocks), collection_empty (the knowledge base has no documents). A failure is
 {"error": {"code", "message", "retryable"}} instead:

@@ -114,7 +114,9 @@ def test_a_block_never_returned_is_flagged_even_if_it_exists(snapshot: Snapshot)
     assert "unverified" in second.label()
 
 
-def test_scan_hits_count_as_returned_blocks(snapshot: Snapshot) -> None:
+def test_a_block_seen_only_as_a_scan_hit_is_located_not_read_until_its_text_is_returned(
+    snapshot: Snapshot,
+) -> None:
     block = next(b for b in _blocks(snapshot) if "定时器" in b.text)
     evidence = Evidence()
     hit = ScanHit(
@@ -131,8 +133,20 @@ def test_scan_hits_count_as_returned_blocks(snapshot: Snapshot) -> None:
         hits=(hit,), count=1, token_estimate=0, contract_version=TOOL_CONTRACT_VERSION
     )
     evidence.add_result("scan_term", msgspec.json.encode(hits))
-    (c,) = resolve(f"定时器阶段最先执行【来源:{block.citation}】", evidence, snapshot)
-    assert c.valid and c.title == "事件循环" and c.returned_by == ("scan_term",)
+    answer = f"定时器阶段最先执行【来源:{block.citation}】"
+    (c,) = resolve(answer, evidence, snapshot)
+    # the model knows where the block is, not what it says: never valid evidence
+    assert not c.valid and c.problem == "located_not_read" and c.located_not_read
+    assert c.title == "事件循环" and c.returned_by == ("scan_term",)  # shown where it is
+    assert c.label().startswith("located by a term scan, not read: 事件循环")
+    assert block.citation not in evidence and evidence.located(block.citation)
+    numbers = MarkerNumbers(evidence)
+    assert numbers.feed(answer) + numbers.flush() == "定时器阶段最先执行[1?]"
+    # once list_blocks returns its full text, the same citation is evidence
+    evidence.add_returned("list_blocks", _result(block))
+    (c,) = resolve(answer, evidence, snapshot)
+    assert c.valid and c.problem is None and c.returned_by == ("list_blocks", "scan_term")
+    assert not evidence.located(block.citation)
 
 
 def test_a_typed_result_and_its_json_register_the_same_blocks(snapshot: Snapshot) -> None:

@@ -746,3 +746,19 @@ async def test_a_streamed_finish_that_breaks_the_protocol_is_retracted(
     assert AnswerDelta in kinds[: kinds.index(AnswerRetracted)]
     assert observation(sent(chat_server, 1)[-1])["harness_status"] == "protocol_error"
     assert finished.answer == "Clean answer." and finished.counters.protocol_errors == 1
+
+
+async def test_a_citation_of_a_block_seen_only_as_a_scan_snippet_is_located_not_read(
+    snapshot: Snapshot, chat: ChatClient, chat_server: ChatServer
+) -> None:
+    def cite_hit(body: dict[str, Any]) -> Text:
+        hit = observation(body["messages"][-1])["payload"]["hits"][0]
+        return finish(f"Listeners run synchronously.【来源:{hit['citation']}】")
+
+    chat_server.script(call("scan_term", {"term": "synchronously"}), cite_hit)
+    finished, _ = await run(make_deps(snapshot, chat))
+    (citation,) = finished.citations
+    assert not citation.valid and citation.problem == "located_not_read"
+    assert citation.title == "Node events" and citation.returned_by == ("scan_term",)
+    system = sent(chat_server, 0)[0]["content"]
+    assert "Cite only blocks whose full text a result gave you" in system
