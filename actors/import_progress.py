@@ -1,15 +1,20 @@
 """What an import reports: its progress while it runs, its result at the end, and its pause gate.
 
-The pipeline tells a `ProgressReporter` what happened to each document; the reporter keeps one
-`ImportProgress` current and hands it out at most every PROGRESS_INTERVAL_S (at once when the
-run changes state). Reporting never fails an import: writing progress for others is best effort.
+The pipeline tells a `ProgressReporter` what happens to each document (pages read, blocks
+chunked, blocks given their vectors, failures with their reasons); the reporter keeps one
+`ImportProgress` current, with a time left and a share done worked out from the pace measured
+over the last PACE_WINDOW_S of running time, and hands it out at most every
+PROGRESS_INTERVAL_S (at once when the run changes state). It reads no clock but the one it is
+given, and reporting never fails an import: writing progress for others is best effort.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import anyio
 import msgspec
@@ -18,6 +23,10 @@ from actors.discovery import Target
 from index.records import BuildStats, DocumentRecord, FailedDocument, SkippedFile, SnapshotStatus
 
 PROGRESS_INTERVAL_S = 0.5
+PACE_WINDOW_S = 20.0  # the pace is what the last 20 s of running time did…
+PACE_MIN_SPAN_S = 1.0  # …measured once at least 1 s of it is seen
+RUNNING_FRACTION_CAP = 0.99  # the bar reaches 1.0 only when the import is done
+PAGED_SUFFIXES = (".pdf",)  # documents whose page count is known before they are chunked
 
 
 class ImportProgress(msgspec.Struct, kw_only=True):
@@ -27,18 +36,36 @@ class ImportProgress(msgspec.Struct, kw_only=True):
     documents_done: int = 0
     documents_failed: int = 0
     documents_reused: int = 0
-    pages: int = 0
-    blocks: int = 0
-    blocks_embedded: int = 0
+    pages: int = 0  # pages read so far
+    blocks: int = 0  # blocks chunked so far
+    blocks_embedded: int = 0  # blocks given their vectors (embedded now, or from the cache)
+    # As the embedding vendor counts them; for a vendor that counts none (the built-in model),
+    # the DeepSeek-tokenizer count of the texts embedded.
     embedding_tokens: int = 0
     bytes_total: int = 0
     bytes_done: int = 0
     elapsed_s: float = 0.0
-    eta_s: float | None = None
+    eta_s: float | None = None  # None while the pace is not known yet (or the run is paused)
     current: list[str] = []
     documents: dict[
         str, str
     ] = {}  # source -> queued | parsing | embedding | done | failed | reused
+    pages_total: int = 0  # pages of the documents whose page count is known so far
+    blocks_to_embed: int = 0  # blocks of the chunked documents that need vectors in this run
+    pages_per_s: float | None = None  # the measured pace (None: not measured yet)
+    blocks_per_s: float | None = None
+    fraction: float = 0.0  # the share of the import done, 0..1; exactly 1.0 once it is done
+    failures: list[FailedDocument] = []  # every document that failed, as it happened
+
+
+class ImportCounts(msgspec.Struct, frozen=True, kw_only=True):
+    """What an import's closing message counts."""
+
+    library: int  # documents in the collection once the import is over
+    added: int  # imported by this run: new documents, and changed ones
+    unchanged: int  # imported again with the same content (no work done)
+    failed: int  # this run's documents that could not be imported
+    skipped: int  # files of a type Citewise does not read
 
 
 class ImportResult(msgspec.Struct, kw_only=True):
@@ -50,6 +77,17 @@ class ImportResult(msgspec.Struct, kw_only=True):
     skipped: list[SkippedFile]
     stats: BuildStats
     message: str = ""
+    library_documents: int = 0  # documents in the collection's active snapshot afterwards
+
+    def counts(self) -> ImportCounts:
+        s = self.stats
+        return ImportCounts(
+            library=self.library_documents,
+            added=s.documents_succeeded - s.documents_reused,
+            unchanged=s.documents_reused,
+            failed=s.documents_failed,
+            skipped=len(self.skipped),
+        )
 
 
 class PauseGate:
@@ -75,6 +113,61 @@ class PauseGate:
             await self._resumed.wait()
 
 
+class Pace:
+    """How fast a growing count grows, over the last `window_s` seconds since `restart`.
+
+    The rate is measured up to `now`, not to the last sample, so a stall slows it down."""
+
+    def __init__(self, window_s: float = PACE_WINDOW_S) -> None:
+        self.window_s = window_s
+        self._samples: deque[tuple[float, int]] = deque()
+
+    @property
+    def started(self) -> bool:
+        return bool(self._samples)
+
+    def restart(self, now: float, count: int) -> None:
+        self._samples.clear()
+        self._samples.append((now, count))
+
+    def stop(self) -> None:
+        self._samples.clear()
+
+    def add(self, now: float, count: int) -> None:
+        if not self._samples:
+            return
+        self._samples.append((now, count))
+        # keep one sample at or before the window's start: the rate then spans the window
+        while len(self._samples) > 1 and self._samples[1][0] <= now - self.window_s:
+            self._samples.popleft()
+
+    def rate(self, now: float) -> float | None:
+        """Count per second, or None before PACE_MIN_SPAN_S or while nothing grew."""
+        if not self._samples:
+            return None
+        since, first = self._samples[0]
+        grown = self._samples[-1][1] - first
+        span = now - since
+        if span < PACE_MIN_SPAN_S or grown <= 0:
+            return None
+        return grown / span
+
+
+@dataclass
+class _Doc:
+    """One document as far as the run has got with it."""
+
+    size: int
+    paged: bool
+    pages: int = 0
+    pages_total: int | None = None  # None until known (a PDF's plan, or its parse)
+    blocks: int | None = None  # None until chunked
+    embeds: bool = True  # its blocks need vectors in this run (False: carried over)
+    ready: int = 0  # blocks with their vectors
+    tokens: int = 0
+    over: bool = False  # finished or failed
+
+
 class ProgressReporter:
     """Keeps one run's `ImportProgress` and emits it to `on_progress` and to `publish` (the
     journal's progress file, read by other processes)."""
@@ -85,14 +178,22 @@ class ProgressReporter:
         gate: PauseGate,
         on_progress: Callable[[ImportProgress], None] | None,
         publish: Callable[[bytes], None],
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.progress = ImportProgress(collection=collection)
         self._gate = gate
         self._on_progress = on_progress
         self._publish = publish
-        self._started = time.monotonic()
-        self._last_emit = 0.0
+        self._clock = clock
+        self._started = clock()
+        self._last_emit: float | None = None
+        self._docs: dict[str, _Doc] = {}
+        self._pages = Pace()
+        self._blocks = Pace()
+        self._paused_since: float | None = None
+        self._paused_s = 0.0
 
+    # -- what the pipeline tells --------------------------------------------------------------
     def start(self, targets: Sequence[Target], failed: Sequence[FailedDocument]) -> None:
         """The run knows its documents: those found, and those that failed before parsing."""
         p = self.progress
@@ -101,11 +202,19 @@ class ProgressReporter:
         p.bytes_total = sum(t.size for t in targets)
         p.documents = {t.source: "queued" for t in targets}
         p.documents.update({f.source: "failed" for f in failed})
+        p.failures = list(failed)
+        self._docs = {
+            t.source: _Doc(t.size, t.path.suffix.lower() in PAGED_SUFFIXES) for t in targets
+        }
+        self._pages.restart(self._clock(), 0)
         self.state("running")
 
     def state(self, state: str) -> None:
         """The run as a whole moved on (running, building, done): emitted at once."""
         self.progress.state = state
+        if state == "done":
+            self.progress.eta_s = 0.0
+            self.progress.fraction = 1.0
         self.emit(force=True)
 
     def document(self, source: str, state: str) -> None:
@@ -113,46 +222,190 @@ class ProgressReporter:
         self.progress.documents[source] = state
         self.emit()
 
-    def embedded(self, blocks_embedded: int, embedding_tokens: int) -> None:
-        """The run's embedding totals so far (shown with the next emission)."""
-        self.progress.blocks_embedded = blocks_embedded
-        self.progress.embedding_tokens = embedding_tokens
+    def pages_read(self, source: str, read: int, total: int) -> None:
+        """So many of a document's `total` pages are read (a long PDF, range by range)."""
+        doc = self._docs.get(source)
+        if doc is None or doc.over:
+            return
+        self._set_pages(doc, read, total)
+        self.emit()
 
-    def failed(self, target: Target) -> None:
+    def parsed(self, source: str, record: DocumentRecord, *, reused: bool = False) -> None:
+        """A document is chunked into blocks (read now, or taken from a cache or the parent
+        snapshot); a reused one needs no vectors."""
+        doc = self._docs.get(source)
+        if doc is None or doc.over:
+            return
+        pages = record.pages or 0
+        self._set_pages(doc, pages, pages)
         p = self.progress
+        blocks = len(record.blocks)
+        p.blocks += blocks - (doc.blocks or 0)
+        doc.blocks, doc.embeds = blocks, not reused
+        if doc.embeds:
+            p.blocks_to_embed += blocks
+            if not self._blocks.started and not self._gate.paused:
+                self._blocks.restart(self._clock(), p.blocks_embedded)
+        self.emit()
+
+    def embedding(self, source: str, ready: int, tokens: int) -> None:
+        """So many of a document's blocks have their vectors, for so many embedding tokens."""
+        doc = self._docs.get(source)
+        if doc is None or doc.over:
+            return
+        self._set_ready(doc, ready, tokens)
+        self.emit()
+
+    def failed(self, target: Target, failure: FailedDocument) -> None:
+        """A document failed: its blocks leave the work still to do; its reason is shown."""
+        p = self.progress
+        doc = self._docs.get(target.source)
+        if doc is not None and not doc.over:
+            if doc.blocks is not None:
+                p.blocks -= doc.blocks
+                if doc.embeds:
+                    p.blocks_to_embed -= doc.blocks
+                    p.blocks_embedded -= doc.ready
+            doc.over = True
         p.documents_failed += 1
         p.bytes_done += target.size
         p.documents[target.source] = "failed"
+        p.failures.append(failure)
         self.emit()
 
     def finished(self, target: Target, record: DocumentRecord, *, reused: bool) -> None:
+        doc = self._docs.get(target.source)
+        if doc is not None and not doc.over:
+            if doc.blocks is None:
+                self.parsed(target.source, record, reused=reused)
+            if doc.embeds:
+                self._set_ready(doc, len(record.blocks), doc.tokens)
+            doc.over = True
         p = self.progress
         p.documents_done += 1
         p.documents_reused += reused
-        p.pages += record.pages or 0
-        p.blocks += len(record.blocks)
         p.bytes_done += target.size
         p.documents[target.source] = "reused" if reused else "done"
         self.emit()
 
+    # -- emitting ----------------------------------------------------------------------------
     def emit(self, force: bool = False) -> None:
-        now = time.monotonic()
+        """Bring the time left and the share done up to now; hand the progress out unless
+        it was handed out less than PROGRESS_INTERVAL_S ago (and `force` is not set)."""
+        now = self._clock()
         p = self.progress
+        self._follow_gate(now)
         p.elapsed_s = round(now - self._started, 3)
-        if self._gate.paused and p.state == "running":
-            p.state = "paused"
-        elif not self._gate.paused and p.state == "paused":
-            p.state = "running"
-        p.current = [s for s, st in p.documents.items() if st in ("parsing", "embedding")]
-        if p.bytes_done and p.bytes_total > p.bytes_done:
-            rate = p.bytes_done / max(p.elapsed_s, 1e-6)
-            p.eta_s = round((p.bytes_total - p.bytes_done) / rate, 1)
-        elif p.bytes_total and p.bytes_done >= p.bytes_total:
-            p.eta_s = 0.0
-        if not force and now - self._last_emit < PROGRESS_INTERVAL_S:
+        recent = self._last_emit is not None and now - self._last_emit < PROGRESS_INTERVAL_S
+        if recent and not force:
             return
         self._last_emit = now
+        p.current = [s for s, st in p.documents.items() if st in ("parsing", "embedding")]
+        if p.state in ("running", "building"):
+            self._estimate(now)
         if self._on_progress is not None:
             self._on_progress(p)
         with contextlib.suppress(OSError):  # progress for other processes is best effort
             self._publish(msgspec.json.encode(p))
+
+    def _follow_gate(self, now: float) -> None:
+        """Paused time is not running time: the pace is measured afresh after a resume."""
+        p = self.progress
+        if self._gate.paused and p.state == "running":
+            p.state = "paused"
+        elif not self._gate.paused and p.state == "paused":
+            p.state = "running"
+        if p.state == "paused" and self._paused_since is None:
+            self._paused_since = now
+            self._pages.stop()
+            self._blocks.stop()
+            p.eta_s = p.pages_per_s = p.blocks_per_s = None
+        elif p.state != "paused" and self._paused_since is not None:
+            self._paused_s += now - self._paused_since
+            self._paused_since = None
+            self._pages.restart(now, p.pages)
+            if p.blocks_to_embed:
+                self._blocks.restart(now, p.blocks_embedded)
+
+    def _estimate(self, now: float) -> None:
+        p = self.progress
+        p.pages_per_s = _rounded(self._pages.rate(now))
+        p.blocks_per_s = _rounded(self._blocks.rate(now))
+        if p.state == "building":  # nothing is left but the build, whose length is unknown
+            p.eta_s = None
+            p.fraction = RUNNING_FRACTION_CAP
+            return
+        p.eta_s = self._time_left(now)
+        if p.eta_s is not None:
+            running = now - self._started - self._paused_s
+            share = running / (running + p.eta_s) if running + p.eta_s > 0 else 0.0
+            p.fraction = round(max(p.fraction, min(share, RUNNING_FRACTION_CAP)), 4)
+
+    def _time_left(self, now: float) -> float | None:
+        """The longer of reading the pages left and embedding the blocks left, each at its
+        measured pace (the stages run side by side); what is not read yet is extrapolated
+        from the documents read so far, by size. None while either is not known."""
+        open_docs = [d for d in self._docs.values() if not d.over]
+        pages_left = blocks_left = 0.0
+        unplanned: list[_Doc] = []
+        unchunked: list[_Doc] = []
+        for d in open_docs:
+            if d.blocks is None:
+                unchunked.append(d)
+                if d.paged and d.pages_total is None:
+                    unplanned.append(d)
+                elif d.pages_total is not None:
+                    pages_left += d.pages_total - d.pages
+            elif d.embeds:
+                blocks_left += d.blocks - d.ready
+        if unplanned:
+            per_byte = _per_byte([(d.pages_total, d.size) for d in self._docs.values()])
+            if per_byte is None:
+                return None
+            pages_left += sum(d.size for d in unplanned) * per_byte
+        if unchunked:  # a PDF's bytes hold fewer blocks than a text file's: kept apart
+            chunked = [d for d in self._docs.values() if d.embeds and d.blocks is not None]
+            overall = _per_byte([(d.blocks, d.size) for d in chunked])
+            if overall is None:
+                return None
+            for paged in (True, False):
+                kind = [d.size for d in unchunked if d.paged == paged]
+                same = _per_byte([(d.blocks, d.size) for d in chunked if d.paged == paged])
+                blocks_left += sum(kind) * (overall if same is None else same)
+        reading = _seconds(pages_left, self._pages.rate(now))
+        embedding = _seconds(blocks_left, self._blocks.rate(now))
+        if reading is None or embedding is None:
+            return None
+        return round(max(reading, embedding), 1)
+
+    # -- bookkeeping -------------------------------------------------------------------------
+    def _set_pages(self, doc: _Doc, read: int, total: int) -> None:
+        p = self.progress
+        p.pages += read - doc.pages
+        p.pages_total += total - (doc.pages_total or 0)
+        doc.pages, doc.pages_total = read, total
+        self._pages.add(self._clock(), p.pages)
+
+    def _set_ready(self, doc: _Doc, ready: int, tokens: int) -> None:
+        p = self.progress
+        p.blocks_embedded += ready - doc.ready
+        p.embedding_tokens += tokens - doc.tokens
+        doc.ready, doc.tokens = ready, tokens
+        self._blocks.add(self._clock(), p.blocks_embedded)
+
+
+def _per_byte(pairs: list[tuple[int | None, int]]) -> float | None:
+    """Units per byte over the documents whose count is known (None when none is)."""
+    known = [(count, size) for count, size in pairs if count is not None and size > 0]
+    size = sum(s for _, s in known)
+    return sum(c for c, _ in known) / size if size else None
+
+
+def _seconds(left: float, rate: float | None) -> float | None:
+    if left <= 0:
+        return 0.0
+    return None if rate is None else left / rate
+
+
+def _rounded(rate: float | None) -> float | None:
+    return None if rate is None else round(rate, 2)

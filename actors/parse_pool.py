@@ -41,6 +41,7 @@ from index.prepared import PreparedDocument, prepare_document
 from index.records import DocumentRecord
 
 T = TypeVar("T")
+OnPages = Callable[[int, int], None]  # (pages read so far, the document's page count)
 
 # Priorities, lowest first: (stage, -pages, rank, first page). Plans are quick and tell how
 # long a PDF is, so they go first; then finishing a PDF whose pages are all read (it cannot be
@@ -213,11 +214,21 @@ class ParsePool:
             return await _in_process(func, *args)
 
     async def document(
-        self, path: Path, limits: ParseLimits, rank: int, chunking: Chunking
+        self,
+        path: Path,
+        limits: ParseLimits,
+        rank: int,
+        chunking: Chunking,
+        on_pages: OnPages | None = None,
     ) -> Finished:
         """The document at `path` parsed, chunked and prepared; a long PDF read as page ranges
         in parallel workers, then assembled into the very document one pass gives
-        (engine.parsing.pdf). Raises ParseError, ChunkError or anyio.BrokenWorkerProcess."""
+        (engine.parsing.pdf). Raises ParseError, ChunkError or anyio.BrokenWorkerProcess.
+
+        A long PDF's pages are counted to `on_pages(read, total)` as they are read: once when
+        its page count is known, then as each range comes back from its worker, long before
+        the document is assembled and chunked. (A worker's result is the report: the pages
+        cost nothing extra to count, and no other channel to the workers is needed.)"""
         # The plan's slot is given back only once this document's work is queued, so it goes
         # to the most urgent work then waiting, which may be this document's own.
         async with self._slots.hold(self._slots.ask((_PLAN, 0, rank, 0))):
@@ -231,6 +242,8 @@ class ParsePool:
                 ]
         if plan is None:
             return await self._in_worker(whole, _parse_whole, path, limits, chunking)
+        if on_pages is not None:
+            on_pages(0, plan.page_count)
         parts: list[PdfPart] = []
         failures: list[Exception] = []  # the first failing range decides, as one pass would
         finish: _Ticket | None = None
@@ -241,6 +254,8 @@ class ParsePool:
                 async with self._slots.hold(ticket):
                     part = await _in_process(parse_pdf_pages, path, start, end)
                     parts.append(part)
+                    if on_pages is not None:
+                        on_pages(sum(len(p.pages) for p in parts), plan.page_count)
                     if len(parts) == len(plan.ranges):
                         # asked before this slot is given back: finishing is served next
                         finish = self._slots.ask((_FINISH, -plan.page_count, rank, 0))

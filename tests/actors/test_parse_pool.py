@@ -204,3 +204,23 @@ async def test_a_worker_that_died_while_idle_does_not_fail_the_next_document(
             await anyio.sleep(0.01)
     again = await pool.document(path, limits, 0, _chunking(path))
     assert again.record == first.record
+
+
+async def test_a_long_pdfs_pages_are_counted_as_they_are_read_before_the_document_is_done() -> None:
+    pool = ParsePool(processes=2)
+    pdf = DOCS / "debian-reference.en.pdf"  # 261 pages: read as page ranges
+    counted: list[tuple[float, int, int]] = []
+    started = anyio.current_time()
+
+    def on_pages(read: int, total: int) -> None:
+        counted.append((anyio.current_time() - started, read, total))
+
+    finished = await pool.document(pdf, ParseLimits(), 0, _chunking(pdf), on_pages=on_pages)
+    done_at = anyio.current_time() - started
+    assert finished.record.pages == 261
+    assert counted[0][1:] == (0, 261)  # the page count is known before any page is read
+    reads = [read for _, read, _ in counted]
+    assert reads == sorted(reads) and reads[-1] == 261 and len(set(reads)) > 3
+    first_pages_at = next(at for at, read, _ in counted if read > 0)
+    # pages arrive range by range while the rest is read, assembled and chunked
+    assert first_pages_at < done_at and counted[-1][0] < done_at
