@@ -1,6 +1,7 @@
 """Adding documents: drag-and-drop upload or a file/folder path, then live progress of the
-background import (documents, pages, blocks, embedding tokens, ETA, each document's stage)
-with pause, resume and cancel.
+background import (documents, pages read, blocks embedded, embedding tokens, the time left at
+the measured pace, each document's stage, and each failure's reason as it happens) with pause,
+resume and cancel, and a closing message that counts the whole library.
 
 The import runs as a task owned by the app, so leaving the page never stops it; this panel
 only polls and renders its state.
@@ -14,8 +15,8 @@ from typing import Any
 
 from nicegui import ui
 
-from actors import App, ImportJob, ImportProgress
-from web.i18n import Texts
+from actors import App, ImportJob, ImportProgress, ImportResult
+from web.i18n import TEXTS, Texts
 from web.shell import show_error
 
 POLL_S = 0.4
@@ -23,15 +24,45 @@ DOCUMENTS_SHOWN = 40
 MAX_UPLOAD_BYTES = 512 << 20
 
 
-def eta_text(seconds: float) -> str:
+ALMOST_DONE_S = 3.0  # less time left than this is "almost done", not a count of seconds
+
+
+def eta_text(t: Texts, seconds: float) -> str:
     s = max(0, round(seconds))
     if s < 60:
-        return f"{s} s"
+        return t("lib.eta.seconds", s=s)
     m, s = divmod(s, 60)
     if m < 60:
-        return f"{m} min {s:02d} s"
+        return t("lib.eta.minutes", m=m, s=f"{s:02d}")
     h, m = divmod(m, 60)
-    return f"{h} h {m:02d} min"
+    return t("lib.eta.hours", h=h, m=f"{m:02d}")
+
+
+def failure_sentence(t: Texts, stage: str, reason: str) -> str:
+    """What happened to a file and one thing to do, from its failure's stage and reason code."""
+    for key in (f"fail.{stage}.{reason}", f"fail.{reason}"):
+        if key in TEXTS:
+            return t(key)
+    return t("fail.unknown")
+
+
+def closing_message(t: Texts, result: ImportResult) -> str:
+    """The whole library's count, then what this import added, kept, failed and skipped."""
+    c = result.counts()
+    parts = [t("lib.closing.library", n=c.library)]
+    for key, n in (
+        ("lib.closing.added", c.added),
+        ("lib.closing.unchanged", c.unchanged),
+        ("lib.closing.failed", c.failed),
+        ("lib.closing.skipped", c.skipped),
+    ):
+        if n:
+            parts.append(t(key, n=n))
+    return t("lib.closing.separator").join(parts) + t("lib.closing.end")
+
+
+def _count(n: int) -> str:
+    return f"{n:,}"
 
 
 class ImportPanel:
@@ -41,6 +72,7 @@ class ImportPanel:
         self.on_finished = on_finished
         self._reported: ImportJob | None = None
         self._shown_documents: tuple[tuple[str, str], ...] = ()
+        self._shown_failures: tuple[int, int] = (0, 0)  # (id of the progress, failures shown)
         with ui.card().classes("w-full").mark("import-panel"):
             ui.label(t("lib.import")).classes("text-base font-semibold")
             ui.upload(
@@ -64,9 +96,14 @@ class ImportPanel:
             self.progress = ui.column().classes("w-full gap-1").mark("import-progress")
             with self.progress:
                 self.state = ui.label().classes("font-medium").mark("import-state")
-                self.documents_label = ui.label().classes("text-sm").mark("import-documents")
-                self.documents_bar = ui.linear_progress(value=0, show_value=False)
-                self.bytes_bar = ui.linear_progress(value=0, show_value=False).props("color=teal")
+                with ui.row().classes("w-full items-center justify-between"):
+                    self.documents_label = ui.label().classes("text-sm").mark("import-documents")
+                    self.percent = ui.label().classes("text-sm").mark("import-percent")
+                self.bar = (
+                    ui.linear_progress(value=0, show_value=False, size="10px")
+                    .props("rounded instant-feedback")
+                    .mark("import-bar")
+                )
                 self.stats = ui.label().classes("text-sm").mark("import-stats")
                 self.eta = ui.label().classes("text-xs text-slate-500").mark("import-eta")
                 with ui.row():
@@ -79,8 +116,9 @@ class ImportPanel:
                     self.cancel_button = ui.button(
                         t("lib.cancel"), icon="close", color="negative", on_click=self._cancel
                     ).mark("cancel-button")
+                self.result = ui.label().classes("text-sm font-medium").mark("import-result")
                 self.per_document = ui.column().classes("w-full gap-0 text-xs")
-            self.result = ui.label().classes("text-sm").mark("import-result")
+                self.failures = ui.column().classes("w-full gap-1").mark("import-failures")
         self._show_resume_offer()
         # The page shows the library as it is right after building this panel, so an import
         # that finished earlier is reported here without calling back into a page still under
@@ -193,18 +231,48 @@ class ImportPanel:
                 failed=p.documents_failed,
             )
         )
-        self.documents_bar.set_value(done / p.documents_total if p.documents_total else 0)
-        self.bytes_bar.set_value(p.bytes_done / p.bytes_total if p.bytes_total else 0)
-        self.stats.set_text(
-            t("lib.progress.stats", pages=p.pages, blocks=p.blocks, tokens=p.embedding_tokens)
+        self.bar.set_value(p.fraction)
+        self.percent.set_text(t("lib.progress.percent", percent=int(p.fraction * 100)))
+        self.stats.set_text(self._work_text(p))
+        self.eta.set_text(self._eta_text(p) if active else "")
+        self._render_documents(p)
+        self._render_failures(p)
+
+    def _work_text(self, p: ImportProgress) -> str:
+        t = self.t
+        parts = []
+        if p.pages_total:
+            parts.append(t("lib.progress.pages", done=_count(p.pages), total=_count(p.pages_total)))
+        parts.append(
+            t(
+                "lib.progress.blocks",
+                done=_count(p.blocks_embedded),
+                total=_count(p.blocks_to_embed),
+            )
         )
-        if not active:
-            self.eta.set_text("")
-        elif p.eta_s is None:
-            self.eta.set_text(t("lib.progress.eta_unknown"))
+        parts.append(t("lib.progress.tokens", tokens=_count(p.embedding_tokens)))
+        return " · ".join(parts)
+
+    def _eta_text(self, p: ImportProgress) -> str:
+        t = self.t
+        if p.state != "running":
+            return ""
+        if p.eta_s is None:
+            return t("lib.progress.eta_unknown")
+        if p.eta_s < ALMOST_DONE_S:
+            return t("lib.progress.almost")
+        eta = eta_text(t, p.eta_s)
+        if p.blocks_per_s:
+            pace = t("lib.progress.pace_blocks", n=_count(round(p.blocks_per_s)))
+        elif p.pages_per_s:
+            pace = t("lib.progress.pace_pages", n=_count(round(p.pages_per_s)))
         else:
-            self.eta.set_text(t("lib.progress.eta", eta=eta_text(p.eta_s)))
-        shown = tuple(p.documents.items())
+            return t("lib.progress.eta", eta=eta)
+        return t("lib.progress.eta_pace", eta=eta, pace=pace)
+
+    def _render_documents(self, p: ImportProgress) -> None:
+        t = self.t
+        shown = tuple((s, st) for s, st in p.documents.items() if st != "failed")
         if shown == self._shown_documents:
             return
         self._shown_documents = shown
@@ -212,27 +280,43 @@ class ImportPanel:
         with self.per_document:
             for source, stage in shown[:DOCUMENTS_SHOWN]:
                 ui.label(f"{source} — {t('lib.doc_state.' + stage)}").mark("import-document")
-            if len(p.documents) > DOCUMENTS_SHOWN:
-                ui.label(f"… +{len(p.documents) - DOCUMENTS_SHOWN}")
+            if len(shown) > DOCUMENTS_SHOWN:
+                ui.label(f"… +{len(shown) - DOCUMENTS_SHOWN}")
+
+    def _render_failures(self, p: ImportProgress) -> None:
+        """Each failure once, as it comes (rows already shown stay, details toggles too)."""
+        t = self.t
+        if self._shown_failures[0] != id(p):  # another import's progress: start afresh
+            self._shown_failures = (id(p), 0)
+            self.failures.clear()
+        shown = self._shown_failures[1]
+        if len(p.failures) == shown:
+            return
+        with self.failures:
+            for f in p.failures[shown:]:
+                with ui.column().classes("w-full gap-0").mark("import-failure"):
+                    with ui.row().classes("items-center gap-1 no-wrap"):
+                        ui.icon("error_outline", color="negative", size="xs")
+                        ui.label(t("lib.fail.row", source=f.source)).classes(
+                            "text-sm font-medium text-red-800"
+                        )
+                    ui.label(failure_sentence(t, f.stage, f.reason)).classes("text-sm").mark(
+                        "import-failure-reason"
+                    )
+                    with (
+                        ui.expansion(t("lib.fail.details"))
+                        .props("dense")
+                        .classes("text-xs text-slate-500")
+                        .mark("import-failure-details")
+                    ):
+                        ui.label(t("lib.fail.details_code", stage=f.stage, reason=f.reason))
+                        if f.message:
+                            ui.label(f.message)
+        self._shown_failures = (id(p), len(p.failures))
 
     def _report(self, job: ImportJob) -> None:
-        t = self.t
         r = job.result
         if job.error is not None or r is None:
             self.result.set_text("")
             return
-        if r.status is None:
-            self.result.set_text(t("lib.result_unchanged"))
-        elif r.status == "failed":
-            self.result.set_text(t("lib.result_failed"))
-        else:
-            self.result.set_text(
-                t(
-                    "lib.result",
-                    id=r.snapshot_id,
-                    status=r.status,
-                    ok=r.stats.documents_succeeded,
-                    failed=r.stats.documents_failed,
-                    skipped=len(r.skipped),
-                )
-            )
+        self.result.set_text(closing_message(self.t, r))

@@ -51,7 +51,7 @@ async def test_folder_import_shows_progress_then_documents_and_snapshot(
     assert "blocks" in stats and not stats.startswith("0 pages · 0 blocks")
     assert set(texts_of(ui_user, "import-document")) == {"events.md — done", "streams.md — done"}
     result = texts_of(ui_user, "import-result")[0]
-    assert "2 imported, 0 failed" in result
+    assert result == "2 documents in the library; 2 added."
     await ui_user.should_see("Node events")
     await ui_user.should_see("Streams")
     assert len(found(ui_user, "snapshot-row")) == 1
