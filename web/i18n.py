@@ -536,10 +536,7 @@ TEXTS: dict[str, tuple[str, str]] = {
         "请在“设置”中提高或取消每月上限,或下个月再问。",
     ),
     "bundle.title": ("Prompt bundles", "提示词包"),
-    "bundle.row": (
-        "{ref} · {source} · {status} — {description}",
-        "{ref} · {source} · {status} — {description}",
-    ),
+    "bundle.row": ("{ref} · {source} · {status}", "{ref} · {source} · {status}"),
     "bundle.source.release": ("shipped", "内置"),
     "bundle.source.local": ("local experiment", "本地实验"),
     "bundle.status.frozen": ("frozen", "已冻结"),
@@ -641,10 +638,10 @@ TEXTS: dict[str, tuple[str, str]] = {
         "{started} · {status} · {reason} · {tokens} 个 token · {cost} {currency}",
     ),
     "tr.summary": (
-        "{status} · {reason} · {tokens} chat {tokens|token|tokens} · {cost} {currency} · {ms} ms · "
-        "snapshot {snapshot} · {mode} mode",
+        "{status} · {reason} · {tokens} chat {tokens|token|tokens} · {cost} {currency} · "
+        "{ms} ms · snapshot {snapshot} · {mode}",
         "{status} · {reason} · {tokens} 个对话 token · {cost} {currency} · {ms} 毫秒 · "
-        "快照 {snapshot} · {mode} 模式",
+        "快照 {snapshot} · {mode}",
     ),
     "tr.partial": (
         "This trace is partial: {dropped} {dropped|record was|records were} lost on the way to "
@@ -684,7 +681,7 @@ TEXTS: dict[str, tuple[str, str]] = {
     "tr.attr.citewise.harness_status": ("Harness status", "执行状态"),
     "tr.attr.citewise.termination_reason": ("Why it ended", "结束原因"),
     "tr.attr.citewise.error.message": ("Error", "错误"),
-    "tr.raw": ("Raw attributes", "原始属性"),
+    "tr.turn": ("turn {n}", "第 {n} 轮"),
     "tr.evidence": ("Evidence replay", "证据重放"),
     "tr.retrieval": ("Retrieval replay", "检索重放"),
     "tr.evidence_unavailable": (
@@ -862,14 +859,6 @@ TEXTS: dict[str, tuple[str, str]] = {
     "upg.confirm": ("Upgrade now", "立即升级"),
     "upg.running": ("Upgrading… (copying, converting, checking)", "正在升级……(复制、转换、检查)"),
     "upg.done": ("The upgrade is done.", "升级完成。"),
-    "upg.failed": (
-        "The upgrade did not happen: {detail}",
-        "升级未完成:{detail}",
-    ),
-    "upg.refused": (
-        "This version cannot open your data: {detail}",
-        "此版本无法打开你的数据:{detail}",
-    ),
     "upg.backups": ("Backups this version can restore", "可恢复的备份"),
     "mnt.title": ("Versions and backups", "版本与备份"),
     "mnt.version": ("Citewise {version}", "Citewise {version}"),

@@ -131,5 +131,7 @@ class KeyField:
                 ui.button(self.t("check.test_again"), icon="refresh", on_click=self.test).props(
                     "outline dense no-caps"
                 ).mark(f"key-{self.name}-retest")
-            details_toggle(self.t, check_details(check)).mark(f"key-{self.name}-details")
+            details_toggle(self.t, check_details(check)).mark(
+                f"error-details key-{self.name}-details"
+            )
         return check

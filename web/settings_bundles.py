@@ -10,6 +10,7 @@ from __future__ import annotations
 from nicegui import ui
 
 from actors import App, BundleInfo
+from web.error_view import details_toggle
 from web.i18n import Texts
 from web.shell import show_error
 
@@ -62,7 +63,6 @@ class BundlesCard:
                     ref=b.ref,
                     source=t(f"bundle.source.{b.source}"),
                     status=t(f"bundle.status.{b.status}"),
-                    description=b.description,
                 )
             ).classes("grow text-sm").mark("bundle-row")
             if b.active:
@@ -72,8 +72,10 @@ class BundlesCard:
                     t("bundle.promote"),
                     on_click=lambda ref=b.ref: self._confirm_promote(ref, active.ref),
                 ).props("outline dense").mark("bundle-promote")
-        if b.problem:
-            ui.label(b.problem).classes("text-xs text-amber-800")
+        # The author's own words (and a problem's technical story) stay in their language.
+        about = "\n".join(part for part in (b.description, b.problem) if part)
+        if about:
+            details_toggle(t, about)
 
     def _show_diff(self, a: str | None, b: str | None, output: ui.column) -> None:
         output.clear()

@@ -7,12 +7,14 @@ Trace content (prompts, tool payloads) is untrusted text: shown as plain text, n
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from nicegui import ui
 
 from actors import App, TraceRecord
-from web.i18n import Texts
+from web.error_view import details_toggle
+from web.i18n import TEXTS, Texts, when
 from web.shell import frame, show_error, texts
 
 LIST_LIMIT = 100
@@ -28,6 +30,37 @@ _SHOWN_ATTRIBUTES = (
     "citewise.termination_reason",
     "citewise.error.message",
 )
+
+
+def _said(t: Texts, prefix: str, value: str) -> str:
+    """A status, reason, kind or mode in words; an unknown one as it is."""
+    return t(prefix + value) if prefix + value in TEXTS else value
+
+
+def _reason(t: Texts, reason: str | None) -> str:
+    return _said(t, "tr.reason.", reason) if reason else "–"
+
+
+def _span_title(t: Texts, span: Any, t0: float) -> str:
+    """What the span was, in words: its kind, then the model, tool or turn it concerns."""
+    attributes = span.attributes
+    detail = ""
+    if span.kind == "llm_call":
+        detail = str(attributes.get("gen_ai.request.model", ""))
+    elif span.kind in ("tool_call", "admission"):
+        detail = str(attributes.get("gen_ai.tool.name", "") or span.name.rpartition(" ")[2])
+    elif span.kind == "turn":
+        number = re.search(r"\d+", span.name)
+        detail = t("tr.turn", n=number.group()) if number else ""
+    duration = "…" if span.duration_ms is None else f"{span.duration_ms:.0f} ms"
+    parts = [_said(t, "tr.kind.", span.kind), detail, f"+{(span.start - t0) * 1000:.0f} ms"]
+    return " · ".join(p for p in (*parts, duration, _said(t, "tr.status.", span.status)) if p)
+
+
+def _attribute_value(t: Texts, key: str, value: Any) -> str:
+    if key == "citewise.termination_reason":
+        return _reason(t, str(value))
+    return str(value)
 
 
 def build(app: App, trace_id: str | None = None) -> None:
@@ -60,13 +93,15 @@ def _trace_list(app: App, t: Texts, selected: str | None) -> None:
             .on("click", lambda tid=s.trace_id: ui.navigate.to(f"/traces?id={tid}"))
             .mark("trace-row")
         ):
-            ui.label(s.question or s.kind).classes("text-sm font-medium line-clamp-2")
+            ui.label(s.question or _said(t, "tr.kind.", s.kind)).classes(
+                "text-sm font-medium line-clamp-2"
+            )
             ui.label(
                 t(
                     "tr.row",
-                    started=s.started_at,
-                    status=s.status,
-                    reason=s.termination_reason or "–",
+                    started=when(t, s.started_at),
+                    status=_said(t, "tr.status.", s.status),
+                    reason=_reason(t, s.termination_reason),
                     tokens=s.tokens,
                     cost=f"{s.cost:.4f}",
                     currency=s.currency,
@@ -100,18 +135,18 @@ def _trace_detail(app: App, t: Texts, trace_id: str) -> None:
         return
     s = record.summary
     with ui.card().classes("w-full").mark("trace-detail"):
-        ui.label(s.question or s.kind).classes("text-base font-semibold")
+        ui.label(s.question or _said(t, "tr.kind.", s.kind)).classes("text-base font-semibold")
         ui.label(
             t(
                 "tr.summary",
-                status=s.status,
-                reason=s.termination_reason or "–",
+                status=_said(t, "tr.status.", s.status),
+                reason=_reason(t, s.termination_reason),
                 tokens=s.tokens,
                 cost=f"{s.cost:.4f}",
                 currency=s.currency,
                 ms=round(s.duration_ms or 0),
                 snapshot=s.snapshot_id or "–",
-                mode=s.mode,
+                mode=_said(t, "tr.mode.", s.mode),
             )
         ).classes("text-sm")
         if s.partial or s.dropped:
@@ -131,27 +166,21 @@ def _trace_detail(app: App, t: Texts, trace_id: str) -> None:
         ui.label(t("tr.spans")).classes("text-base font-semibold")
         t0 = min((sp.start for sp in record.spans), default=0.0)
         for depth, span in _depths(record):
-            duration = "…" if span.duration_ms is None else f"{span.duration_ms:.0f} ms"
-            title = (
-                f"{span.kind} · {span.name} · +{(span.start - t0) * 1000:.0f} ms · "
-                f"{duration} · {span.status}"
-            )
             with (
-                ui.expansion(title)
+                ui.expansion(_span_title(t, span, t0))
                 .classes("w-full text-sm")
                 .style(f"padding-left: {depth * 1.2}rem")
                 .mark("span-row")
             ):
                 for key in _SHOWN_ATTRIBUTES:
                     if key in span.attributes:
-                        ui.label(f"{key} = {span.attributes[key]}").classes("text-xs")
+                        value = _attribute_value(t, key, span.attributes[key])
+                        ui.label(f"{t('tr.attr.' + key)}: {value}").classes("text-xs")
+                raw = {k: v for k, v in span.attributes.items() if k not in _SHOWN_ATTRIBUTES}
+                raw = {"name": span.name, "kind": span.kind, "status": span.status, **raw}
                 if span.status_message:
-                    ui.label(span.status_message).classes("text-xs text-red-700")
-                other = {k: v for k, v in span.attributes.items() if k not in _SHOWN_ATTRIBUTES}
-                if other:
-                    ui.label(json.dumps(other, ensure_ascii=False, indent=1)).classes(
-                        "text-xs whitespace-pre-wrap text-slate-500"
-                    )
+                    raw["status_message"] = span.status_message
+                details_toggle(t, json.dumps(raw, ensure_ascii=False, indent=1))
 
 
 def _evidence(app: App, t: Texts, trace_id: str, box: ui.column) -> None:

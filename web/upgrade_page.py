@@ -23,6 +23,7 @@ from actors import (
     open_data,
     run_upgrade,
 )
+from web.error_view import error_panel
 from web.i18n import Lang, Texts
 
 
@@ -58,9 +59,12 @@ def _register(register: Callable[[App], None], problem: Exception) -> None:
             if isinstance(problem, UpgradeRequired):
                 _explain_upgrade(t, register)
             else:
-                ui.label(t("upg.refused", detail=str(problem))).classes(
-                    "bg-amber-50 p-2 rounded"
-                ).mark("upgrade-refused")
+                with (
+                    ui.column()
+                    .classes("w-full gap-1 bg-amber-50 p-2 rounded")
+                    .mark("upgrade-refused")
+                ):
+                    error_panel(t, problem)
                 found = backups(root)
                 if found:
                     ui.label(t("upg.backups")).classes("font-semibold")
@@ -76,7 +80,8 @@ def _explain_upgrade(t: Texts, register: Callable[[App], None]) -> None:
     try:
         plan = explain_upgrade(root)
     except UpgradeError as exc:
-        ui.label(t("upg.failed", detail=str(exc))).classes("text-red-700").mark("upgrade-error")
+        with ui.column().classes("w-full gap-1").mark("upgrade-error"):
+            error_panel(t, exc)
         return
     if plan is None:
         ui.navigate.to("/")
@@ -84,15 +89,18 @@ def _explain_upgrade(t: Texts, register: Callable[[App], None]) -> None:
     ui.label(t("upg.intro")).classes("text-base")
     ui.markdown(f"```\n{plan.text()}\n```").classes("w-full text-sm").mark("upgrade-plan")
     status = ui.label().classes("text-sm").mark("upgrade-status")
+    problem = ui.column().classes("w-full gap-1")
 
     async def confirm() -> None:
         button.disable()
+        problem.clear()
         status.set_text(t("upg.running"))
         try:
             await run.io_bound(run_upgrade, root)
         except (UpgradeError, OSError) as exc:
-            status.set_text(t("upg.failed", detail=str(exc)))
-            status.classes("text-red-700")
+            status.set_text("")
+            with problem:
+                error_panel(t, exc)
             button.enable()
             return
         app = App.from_environment()
