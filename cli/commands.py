@@ -18,7 +18,6 @@ import msgspec
 from rich.markup import escape
 from rich.progress import (
     BarColumn,
-    MofNCompleteColumn,
     Progress,
     TaskProgressColumn,
     TextColumn,
@@ -47,38 +46,101 @@ from cli.upgrade import gate as data_gate
 
 # -- import -----------------------------------------------------------------------------------
 class _ProgressView:
-    """A rich progress bar on stderr, fed by the pipeline's progress events."""
+    """A rich progress bar on stderr, fed by the pipeline's progress events: the import's share
+    done, documents, pages read, blocks embedded, embedding tokens and the time left at the
+    measured pace; each failure is printed above the bar, with its reason, as it happens."""
 
     def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
         self.progress = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
-            MofNCompleteColumn(),
             TaskProgressColumn(),
             TextColumn("{task.fields[detail]}"),
             TimeElapsedColumn(),
-            TextColumn("ETA {task.fields[eta]}"),
+            TextColumn("{task.fields[eta]}"),
             console=err,
             disable=not enabled,
             transient=False,
         )
-        self.task = self.progress.add_task("importing", total=None, detail="", eta="–")
+        self.task = self.progress.add_task("importing", total=1.0, detail="", eta="")
+        self._failures_shown = 0
 
     def update(self, p: ImportProgress) -> None:
-        done = p.documents_done + p.documents_failed
-        detail = (
-            f"{p.pages} pages · {p.blocks} blocks · {p.embedding_tokens} emb tokens"
-            f"{' · failed ' + str(p.documents_failed) if p.documents_failed else ''}"
-        )
-        eta = "–" if p.eta_s is None else f"{p.eta_s:.0f}s"
         self.progress.update(
             self.task,
-            total=p.documents_total or None,
-            completed=done,
+            completed=p.fraction,
             description=p.state,
-            detail=detail,
-            eta=eta,
+            detail=escape(_progress_detail(p)),
+            eta=escape(_eta_detail(p)),
         )
+        if self.enabled:
+            for f in p.failures[self._failures_shown :]:
+                line = _failure_line(f.source, f.stage, f.reason, f.message)
+                self.progress.console.print(f"[red]✗[/] {escape(line)}")
+        self._failures_shown = len(p.failures)
+
+
+def _progress_detail(p: ImportProgress) -> str:
+    done = p.documents_done + p.documents_failed
+    parts = [f"{done}/{p.documents_total} docs"]
+    if p.documents_failed:
+        parts[0] += f" ({p.documents_failed} failed)"
+    if p.pages_total:
+        parts.append(f"{p.pages:,}/{p.pages_total:,} pages read")
+    parts.append(f"{p.blocks_embedded:,}/{p.blocks_to_embed:,} blocks embedded")
+    parts.append(f"{p.embedding_tokens:,} emb tokens")
+    return " · ".join(parts)
+
+
+def _eta_detail(p: ImportProgress) -> str:
+    if p.state != "running":
+        return ""
+    if p.eta_s is None:
+        return "ETA estimating…"
+    pace = (
+        f" at {p.blocks_per_s:,.0f} blocks/s"
+        if p.blocks_per_s
+        else f" at {p.pages_per_s:,.0f} pages/s"
+        if p.pages_per_s
+        else ""
+    )
+    return f"ETA {_duration(p.eta_s)}{pace}"
+
+
+def _duration(seconds: float) -> str:
+    s = max(0, round(seconds))
+    if s < 60:
+        return f"{s}s"
+    m, s = divmod(s, 60)
+    if m < 60:
+        return f"{m}m{s:02d}s"
+    h, m = divmod(m, 60)
+    return f"{h}h{m:02d}m"
+
+
+def _failure_line(source: str, stage: str, reason: str, message: str) -> str:
+    because = f": {message}" if message else ""
+    return f"{source} could not be imported ({stage}: {reason}){because}"
+
+
+def _plural(n: int, one: str, other: str) -> str:
+    return f"{n:,} {one if n == 1 else other}"
+
+
+def closing_line(result: ImportResult) -> str:
+    """The whole library's count, then what this import added, kept, failed and skipped."""
+    c = result.counts()
+    parts = [_plural(c.library, "document", "documents") + " in the library"]
+    if c.added:
+        parts.append(f"{c.added:,} added")
+    if c.unchanged:
+        parts.append(f"{c.unchanged:,} unchanged")
+    if c.failed:
+        parts.append(f"{c.failed:,} could not be imported — see why below")
+    if c.skipped:
+        parts.append(_plural(c.skipped, "file", "files") + " skipped (not a supported type)")
+    return "; ".join(parts) + "."
 
 
 async def cmd_import(app: App, args: argparse.Namespace) -> int:
@@ -126,6 +188,7 @@ def _report_import(result: ImportResult, as_json: bool) -> int:
         emit_json(result)
         return code
     s = result.stats
+    out.print(escape(closing_line(result)))
     if result.status is None:
         out.print(f"{escape(result.message)} (snapshot {result.snapshot_id})")
     elif result.status == "failed":
@@ -138,7 +201,7 @@ def _report_import(result: ImportResult, as_json: bool) -> int:
             f"{s.blocks_chunked} blocks, {s.blocks_embedded} newly embedded"
         )
     for f in result.failed_documents:
-        out.print(f"  [red]failed[/] {escape(f'{f.source} ({f.stage}: {f.reason}) {f.message}')}")
+        out.print(f"  [red]✗[/] {escape(_failure_line(f.source, f.stage, f.reason, f.message))}")
     if result.skipped:
         names = ", ".join(x.source for x in result.skipped[:8])
         more = f" and {len(result.skipped) - 8} more" if len(result.skipped) > 8 else ""
