@@ -70,7 +70,7 @@ from engine.secrets import (
     set_key,
 )
 from engine.tokens import TokenCounter
-from engine.tools import ToolContext, ToolOutcome, UnknownTool, run_tool
+from engine.tools import NO_SNAPSHOT, ToolContext, ToolOutcome, UnknownTool, run_tool
 from engine.writer_lock import writer_active, writer_lock
 from index.records import SnapshotManifest
 from index.snapshot import VerifyResult, verify_snapshot
@@ -550,23 +550,33 @@ class App:
         """One tool call on the active (or the named) snapshot, exactly as the agent makes it.
 
         Raises AppError for a name that is not one of the five; every other problem is the
-        tool's own error result (no snapshot at all → collection_unavailable).
+        tool's own error result (no snapshot at all, or one that cannot be opened →
+        collection_unavailable, saying what is damaged and how to repair it).
         """
         catalog = self.catalog(collection)
-        if snapshot_id is not None and catalog.manifest(snapshot_id) is None:
-            raise AppError(
-                f"snapshot {snapshot_id} does not exist in collection {catalog.collection!r}; "
-                "see `citewise snapshots list`"
-            )
-        sid = snapshot_id or catalog.active_id()
         embedder = self.embedder()
         counter = await anyio.to_thread.run_sync(self.counter)
         call_args = args if isinstance(args, str | bytes) else dict(args)
+        limit = self.config.retrieval.max_query_chars
+        sid = snapshot_id
         try:
-            if sid is None:
-                return await run_tool(ToolContext(None, embedder, counter), name, call_args)
-            with catalog.pinned(sid) as snapshot:
-                return await run_tool(ToolContext(snapshot, embedder, counter), name, call_args)
+            try:
+                if snapshot_id is not None and catalog.manifest(snapshot_id) is None:
+                    raise AppError(
+                        f"snapshot {snapshot_id} does not exist in collection "
+                        f"{catalog.collection!r}; see `citewise snapshots list`"
+                    )
+                sid = sid or catalog.active_id()
+                if sid is not None:
+                    with catalog.pinned(sid) as snapshot:
+                        ctx = ToolContext(snapshot, embedder, counter, max_query_chars=limit)
+                        return await run_tool(ctx, name, call_args)
+                reason = NO_SNAPSHOT
+            except CatalogError as exc:  # damaged: every tool answers collection_unavailable
+                active = snapshot_id is None
+                reason = str(exc) if sid is None else catalog.unavailable(sid, exc, active=active)
+            ctx = ToolContext(None, embedder, counter, unavailable=reason, max_query_chars=limit)
+            return await run_tool(ctx, name, call_args)
         except UnknownTool as exc:
             raise AppError(str(exc)) from None
 

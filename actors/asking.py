@@ -8,15 +8,17 @@ engine.secrets and never puts one into an event.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+import contextlib
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 import anyio.to_thread
 import msgspec
 
 from actors.app import App
+from actors.catalog import Catalog
 from actors.conversations import ConversationStore, ConversationTurn
-from actors.errors import AppError, ConversationError
+from actors.errors import AppError, CatalogError, ConversationError
 from actors.harness import open_request
 from actors.spending import spending_for
 from engine.chat import ChatClient
@@ -128,19 +130,47 @@ def deps_for(
     )
 
 
-def _unavailable(collection: str, question_id: str) -> RequestFinished:
+def _unavailable(collection: str, question_id: str, damage: str | None) -> RequestFinished:
+    """The end of a question that cannot start: no snapshot yet, or (`damage`) one that
+    cannot be opened, which says what is damaged and how to repair it."""
+    if damage is None:
+        message = (
+            f"The knowledge base of collection {collection!r} has no usable snapshot yet, so "
+            "there is nothing to answer from and no model call was made. Import documents with "
+            "`citewise import PATH` (or the Library page) and ask again."
+        )
+    else:
+        message = f"No model call was made: {damage}"
     return RequestFinished(
         request_id=question_id,
         at=0.0,
         termination_reason="collection_unavailable",
         answer=None,
-        message=(
-            f"The knowledge base of collection {collection!r} has no usable snapshot yet, so "
-            "there is nothing to answer from and no model call was made. Import documents with "
-            "`citewise import PATH` (or the Library page) and ask again."
-        ),
+        message=message,
         counters=Counters(),
     )
+
+
+@contextlib.contextmanager
+def _pin_active(catalog: Catalog) -> Iterator[tuple[Snapshot | None, str | None]]:
+    """The active snapshot pinned, or None and (when there is one but it cannot be opened)
+    what is damaged and how to repair it."""
+    with contextlib.ExitStack() as stack:
+        damage: str | None = None
+        try:
+            snapshot = stack.enter_context(catalog.pin_active())
+        except CatalogError as exc:
+            snapshot = None
+            sid = _active_id(catalog)
+            damage = str(exc) if sid is None else catalog.unavailable(sid, exc)
+        yield snapshot, damage
+
+
+def _active_id(catalog: Catalog) -> str | None:
+    try:
+        return catalog.active_id()
+    except CatalogError:
+        return None  # the pointer itself is damaged: its error already says how to repair
 
 
 async def ask(
@@ -213,9 +243,9 @@ async def _run(
     bundle: PromptBundle | None,
     limits: Limits | None,
 ) -> RequestFinished:
-    with app.catalog(collection).pin_active() as snapshot:
+    with _pin_active(app.catalog(collection)) as (snapshot, damage):
         if snapshot is None:
-            finished = _unavailable(collection, request.request_id)
+            finished = _unavailable(collection, request.request_id, damage)
             if on_event is not None:
                 await on_event(finished)
             return finished

@@ -191,6 +191,28 @@ class Catalog:
         atomic_write(self.pointer, msgspec.json.encode(pointer), point="catalog.pointer")
         return m
 
+    def unavailable(self, snapshot_id: str, problem: CatalogError, *, active: bool = True) -> str:
+        """What the tools' collection_unavailable (and a question's message) says when snapshot
+        `snapshot_id` cannot be opened: what is damaged and how to repair it."""
+        what = problem.problem if isinstance(problem, SnapshotDamaged) else str(problem)
+        what = what.removeprefix(f"snapshot {snapshot_id} cannot be opened: ")
+        earlier = [
+            m.snapshot_id
+            for m in self.list()
+            if m.snapshot_id != snapshot_id and m.status in ("ready", "ready_partial")
+        ]
+        repair = (
+            f"activate the previous snapshot (`citewise snapshots activate {earlier[-1]}`)"
+            if earlier
+            else "import the documents again (no earlier snapshot is usable)"
+        )
+        which = "the active snapshot" if active else "snapshot"
+        return (
+            f"{which} {snapshot_id} of collection {self.collection!r} cannot be opened "
+            f"({what}); no document can be read until it is repaired. See what is damaged "
+            f"with `citewise snapshots verify {snapshot_id}`, then {repair}."
+        )
+
     # -- pins --------------------------------------------------------------------------------
     @contextlib.contextmanager
     def pinned(self, snapshot_id: str) -> Iterator[Snapshot]:

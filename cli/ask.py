@@ -96,7 +96,10 @@ def _citation_line(c: Citation) -> str:
 
 
 async def cmd_ask(app: App, args: argparse.Namespace) -> int:
-    question = " ".join(args.question).strip()
+    if args.question == ["-"]:  # the question on standard input (long, or from a script)
+        question = (await anyio.to_thread.run_sync(sys.stdin.read)).strip()
+    else:
+        question = " ".join(args.question).strip()
     if not question:
         raise AppError('ask needs a question, e.g. citewise ask "what is the event loop?"')
     printer = _AnswerPrinter(quiet=args.json)
@@ -227,7 +230,7 @@ async def _test_keys(app: App, names: list[KeyName], *, as_json: bool) -> int:
 def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add `ask` and `keys` to the `citewise` subcommands (`sub` from add_subparsers)."""
     p = sub.add_parser("ask", parents=[common], help="ask a question; the answer streams")
-    p.add_argument("question", nargs="+", help="the question (quote it)")
+    p.add_argument("question", nargs="+", help="the question (quote it); - reads it from stdin")
     p.add_argument(
         "--conversation", metavar="ID", help="continue a conversation (its id is printed)"
     )

@@ -39,6 +39,7 @@ from cli.output import (
     out,
 )
 from cli.serve import add_parsers as add_serve_parsers
+from cli.tool import add_parsers as add_tool_parsers
 from cli.trace import add_parsers as add_trace_parsers
 from cli.upgrade import add_parsers as add_upgrade_parsers
 from cli.upgrade import gate as data_gate
@@ -394,16 +395,6 @@ async def cmd_documents(app: App, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-async def cmd_tool(app: App, args: argparse.Namespace) -> int:
-    """Print the exact result JSON the model would see; 0 for results and legal empties."""
-    outcome = await app.run_tool(
-        args.name, args.args, collection=args.collection, snapshot_id=args.snapshot
-    )
-    sys.stdout.write(outcome.json.decode("utf-8") + "\n")
-    sys.stdout.flush()
-    return EXIT_USAGE if outcome.is_error else EXIT_OK
-
-
 async def cmd_bench(app: App, args: argparse.Namespace) -> int:
     from bench.runner import run_benchmarks
 
@@ -467,17 +458,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--clear-aliases", action="store_true", help="edit: remove every alias")
     p.set_defaults(func=cmd_documents)
 
-    p = sub.add_parser(
-        "tool", parents=[common], help="run one of the five tools by hand and print its JSON"
-    )
-    p.add_argument(
-        "name",
-        help="list_documents, get_outline, search_blocks, list_blocks or scan_term",
-    )
-    p.add_argument("args", nargs="?", default="{}", help="the arguments as a JSON object")
-    p.add_argument("--snapshot", metavar="ID", help="a snapshot other than the active one")
-    p.set_defaults(func=cmd_tool)
-
+    add_tool_parsers(sub, common)
     add_ask_parsers(sub, common)
     add_trace_parsers(sub, common)
     add_eval_parsers(sub, common)

@@ -52,6 +52,7 @@ from engine.tools.describe import (
     tool_descriptions,
 )
 from engine.tools.executor import (
+    NO_SNAPSHOT,
     ToolContext,
     ToolOutcome,
     arguments_type,
@@ -64,6 +65,7 @@ from engine.tools.retrieval import RETRIEVAL_VERSION, SearchTrace
 
 __all__ = [
     "ARGUMENTS",
+    "NO_SNAPSHOT",
     "RESULTS",
     "RETRIEVAL_VERSION",
     "TOOL_CONTRACT_VERSION",

@@ -95,9 +95,10 @@ _TEXT: dict[ToolName, tuple[str, dict[str, str], str, str, str]] = {
 
 _COMMON = """\
 Cite only blocks whose full text a result gave you (search_blocks, list_blocks); a scan_term
-hit only says where a block is. Every result also carries token_estimate (its size in tokens). An empty result is legal and
-says why in empty_reason: no_match (the scope is valid, nothing matched), scope_empty (the
-scope holds no blocks), collection_empty (the knowledge base has no documents). A failure is
+hit only says where a block is. Every result also carries token_estimate (its size in
+tokens). An empty result is legal and says why in empty_reason: no_match (the scope is
+valid, nothing matched), scope_empty (the scope holds no blocks), collection_empty (the
+knowledge base has no documents). A failure is
 {"error": {"code", "message", "retryable"}} instead:
 - invalid_argument: fix the arguments as the message says and call again;
 - scope_not_found: a doc_id or section path does not exist (nothing was read); correct it
