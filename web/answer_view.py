@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 
 from nicegui import Client, context, ui
 
-from actors import Citation, ConversationTurn, Event, ExportLabels, trace_id_for
+from actors import Budgets, Citation, ConversationTurn, Event, ExportLabels, trace_id_for
 from web.i18n import Texts, when
 from web.live_answer import Gauge, LiveAnswer
 from web.safe_markdown import sanitize_html, to_html
@@ -27,17 +27,16 @@ Export = Callable[[], Awaitable[None] | None]
 
 CURSOR = '<span class="cw-cursor"></span>'
 _STYLES = """
-@keyframes cw-blink { 0%, 49% { opacity: 1 } 50%, 100% { opacity: 0 } }
+@keyframes cw-blink { 0%, 59% { opacity: 1 } 60%, 100% { opacity: 0.25 } }
 .cw-cursor::after { content: "▍"; color: #2563eb; margin-left: 1px;
   animation: cw-blink 1s infinite; }
-.cw-answer .q-btn.disabled, .cw-controls .q-btn.disabled { opacity: 0.45 !important; }
 """
 _styled: weakref.WeakSet[Client] = weakref.WeakSet()
 _TRAILING_CLOSERS = re.compile(r"(?:</[a-z0-9]+>\s*)+$")
 
 
 def answer_styles() -> None:
-    """The cursor's and the controls' styles, once per page."""
+    """The streaming cursor's style, once per page."""
     client = context.client
     if client not in _styled:
         _styled.add(client)
@@ -103,7 +102,7 @@ class GaugeView:
     """Three bars: context size, tokens used by the request, tool calls; each says in words
     what it measures and what happens at its limit."""
 
-    def __init__(self, t: Texts) -> None:
+    def __init__(self, t: Texts, budgets: Budgets | None = None) -> None:
         self.t = t
         with ui.card().classes("w-full gap-1").mark("budget-gauge"):
             ui.label(t("gauge.title")).classes("text-sm font-semibold")
@@ -117,6 +116,8 @@ class GaugeView:
             self.tools_label = ui.label().classes("text-xs font-medium mt-1")
             self.tools_bar = ui.linear_progress(value=0, show_value=False)
             ui.label(t("gauge.tools_hint")).classes("text-xs text-slate-500").mark("gauge-hint")
+        if budgets is not None:  # the limits, before anything is used
+            self.show(Gauge(budgets))
 
     def show(self, g: Gauge) -> None:
         t, b = self.t, g.budgets
@@ -150,7 +151,7 @@ class AnswerView:
         self._dirty = False
         self._streaming = True
         answer_styles()
-        with ui.card().classes("w-full cw-answer") as self.card:
+        with ui.card().classes("w-full gap-2 cw-answer") as self.card:
             self.card.mark("answer-card")
             ui.label(question).classes("font-medium text-slate-700").mark("question")
             self.activity = ui.label().classes("text-xs text-slate-500").mark("activity")
@@ -271,7 +272,7 @@ def past_turn(
 ) -> None:
     """An answer from the conversation's history: the same card as a live one, with the cost
     line and trace link it was recorded with (older records have no cost line)."""
-    with ui.card().classes("w-full cw-answer").mark("answer-card"):
+    with ui.card().classes("w-full gap-2 cw-answer").mark("answer-card"):
         ui.label(turn.question).classes("font-medium text-slate-700").mark("question")
         if answer is None:
             ui.label(t("ask.no_answer_recorded", reason=turn.termination_reason)).classes(

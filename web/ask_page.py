@@ -91,7 +91,7 @@ def build(app: App, conversation_id: str | None = None) -> None:
             conversation_actions.set_visibility(False)
             in_flight = ui.column().classes("w-full gap-3").mark("in-flight")
             thread = ui.column().classes("w-full gap-3").mark("thread")
-            gauge = GaugeView(t)
+            gauge = GaugeView(t, app.budgets())
             with ui.column().classes("w-full gap-0 cw-controls"):
                 with ui.row().classes("w-full items-end no-wrap"):
                     box = (
