@@ -72,10 +72,10 @@ class KeyField:
                     .classes("grow")
                     .mark(f"key-{name}-input")
                 )
-                ui.button(t("set.key.save"), on_click=self.save).props("outline").mark(
+                ui.button(t("set.key.save"), on_click=self.save).props("outline no-caps").mark(
                     f"key-{name}-save"
                 )
-                ui.button(t("set.key.test"), on_click=self.test).props("outline").mark(
+                ui.button(t("set.key.test"), on_click=self.test).props("outline no-caps").mark(
                     f"key-{name}-test"
                 )
             self.message = ui.label().classes("text-sm").mark(f"key-{name}-message")

@@ -53,8 +53,9 @@ def _span_title(t: Texts, span: Any, t0: float) -> str:
         number = re.search(r"\d+", span.name)
         detail = t("tr.turn", n=number.group()) if number else ""
     duration = "…" if span.duration_ms is None else f"{span.duration_ms:.0f} ms"
-    parts = [_said(t, "tr.kind.", span.kind), detail, f"+{(span.start - t0) * 1000:.0f} ms"]
-    return " · ".join(p for p in (*parts, duration, _said(t, "tr.status.", span.status)) if p)
+    kind = "" if span.kind == "turn" and detail else _said(t, "tr.kind.", span.kind)
+    parts = [kind, detail, f"+{(span.start - t0) * 1000:.0f} ms", duration]
+    return " · ".join(p for p in (*parts, _said(t, "tr.span_status.", span.status)) if p)
 
 
 def _attribute_value(t: Texts, key: str, value: Any) -> str:
