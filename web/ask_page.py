@@ -35,7 +35,7 @@ from web.answer_view import (
 )
 from web.i18n import Texts, when
 from web.live_answer import LiveAnswer
-from web.shell import frame, show_error, texts
+from web.shell import error_sentence, frame, show_error, texts
 from web.source_viewer import open_source
 
 HISTORY_SHOWN = 30
@@ -300,9 +300,7 @@ def _ask_error(t: Texts, exc: BaseException) -> str:
     if isinstance(exc, SpendingCapReached):
         spent, cap = f"{exc.spent:.4f} {exc.currency}", f"{exc.cap:g} {exc.currency}"
         return t(f"spend.cap_reached_{exc.period}", spent=spent, cap=cap)
-    if isinstance(exc, USER_ERRORS):
-        return t("error.prefix", detail=message)
-    return t("error.unexpected", detail=f"{type(exc).__name__}: {exc}")
+    return error_sentence(t, exc)  # a bug says so; the details are in the dialog shown
 
 
 def _partial_banner(app: App, t: Texts) -> None:
