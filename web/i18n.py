@@ -840,6 +840,20 @@ TEXTS: dict[str, tuple[str, str]] = {
     "lib.rollback_yes": ("Go back", "回到此版本"),
     "lib.remove_yes": ("Remove", "移除"),
     "lib.delete_yes": ("Delete the collection", "删除资料集"),
+    "lib.gc_confirm": (
+        "Delete the old snapshots, keeping the last {n}? You will not be able to go back to "
+        "the ones deleted.",
+        "删除旧快照,只保留最近 {n} 个?被删除的快照将无法再回到。",
+    ),
+    "lib.gc_days": (
+        "Snapshots younger than {days} {days|day|days} are kept too.",
+        "{days} 天内的快照也会保留。",
+    ),
+    "lib.gc_safe": (
+        "The current library and questions being answered are not affected.",
+        "当前资料库和正在回答的问题不受影响。",
+    ),
+    "lib.gc_yes": ("Delete old snapshots", "删除旧快照"),
     "lib.retrying": ("Importing {source} again…", "正在重新导入 {source}……"),
     "lib.retry_ok": ("{source} is imported now.", "{source} 已导入成功。"),
     "lib.retry_failed": (

@@ -397,7 +397,18 @@ def _snapshots(app: App, t: Texts, box: ui.column, refresh: Callable[[], None]) 
                     )
                     refresh()
 
-            ui.button(t("lib.gc"), icon="cleaning_services", on_click=gc).props(
+            def ask_gc() -> None:
+                keep = app.config.snapshots
+                details = [t("lib.gc_days", days=keep.keep_days)] if keep.keep_days else []
+                confirm(
+                    t,
+                    t("lib.gc_confirm", n=keep.keep_last),
+                    gc,
+                    details=[*details, t("lib.gc_safe")],
+                    yes_text=t("lib.gc_yes"),
+                )
+
+            ui.button(t("lib.gc"), icon="cleaning_services", on_click=ask_gc).props(
                 "outline dense"
             ).mark("gc-button")
         for s in items:

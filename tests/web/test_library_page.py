@@ -279,3 +279,27 @@ async def test_the_library_opens_again_after_an_import_of_this_session(
     await ui_user.should_see("Import finished")
     await ui_user.should_see(marker="documents")
     assert len(service.documents()) == 2
+
+
+async def test_cleaning_up_old_snapshots_asks_first_and_says_what_it_did(
+    ui_user: User, tmp_path: Path, docs: Path, no_keys: None
+) -> None:
+    service = service_for(tmp_path / "home")
+    await service.new_import([docs / "events.md"]).run()
+    await service.new_import([docs]).run()
+    await service.save_settings({"snapshots": {"keep_last": 1}})  # the older one is now old
+    register(service)
+    await ui_user.open("/library")
+    ui_user.find(marker="gc-button").click()
+    await ui_user.should_see(marker="confirm-dialog")
+    assert texts_of(ui_user, "confirm-message") == [
+        "Delete the old snapshots, keeping the last 1? You will not be able to go back to the "
+        "ones deleted."
+    ]
+    ui_user.find(marker="confirm-no").click()
+    await anyio.sleep(0.3)
+    assert len(service.snapshots()) == 2
+    ui_user.find(marker="gc-button").click()
+    UserInteraction(ui_user, {found(ui_user, "confirm-yes")[-1]}, None).click()
+    await eventually(lambda: len(service.snapshots()) == 1)
+    await eventually(lambda: ui_user.notify.contains("Cleaned up: 1 old snapshot deleted"))
