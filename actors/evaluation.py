@@ -42,6 +42,7 @@ from engine.evaluation import (
     invalidations,
     load_gold,
     new_eval_id,
+    skipped_note,
     write_report,
 )
 from engine.harness import PROTOCOL_VERSION, Request
@@ -140,6 +141,9 @@ async def run_eval(
     for note in notes:
         if on_note is not None:
             on_note(note)
+    unknown = skipped_note(gold)
+    if unknown is not None:
+        warnings.append(unknown)
     eval_id = new_eval_id()
     created = utc_timestamp()
     try:

@@ -26,9 +26,11 @@ from engine.evaluation.gold import (
     GoldItem,
     GoldSet,
     Kind,
+    SkippedItem,
     load_gold,
     normalize,
     parse_gold,
+    skipped_note,
 )
 from engine.evaluation.outcomes import (
     MAX_RUNS,
@@ -96,6 +98,7 @@ __all__ = [
     "RunRecord",
     "RunRecorder",
     "ScanRow",
+    "SkippedItem",
     "SnapshotRef",
     "ToolUse",
     "check_run",
@@ -112,5 +115,6 @@ __all__ = [
     "normalize",
     "parse_gold",
     "section_key",
+    "skipped_note",
     "write_report",
 ]

@@ -2,7 +2,10 @@
 with the line and field named, and the quote normalisation every check shares.
 
 A gold set is read-only input: nothing here ever writes it, and an invalid line stops the
-load (an evaluation of a half-read gold set would report figures about other questions).
+load (an evaluation of a half-read gold set would report figures about other questions). A
+line of a kind this version does not know is valid JSON Lines all the same: it is kept aside
+as skipped (and reported), never scored and never fatal. Every file GOLD-FORMAT.md allows
+loads; coverage questions may carry expected_sections without evidence quotes.
 """
 
 from __future__ import annotations
@@ -73,10 +76,19 @@ class GoldItem(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
         return [(f,) if isinstance(f, str) else f for f in self.answer_must_include]
 
 
+class SkippedItem(msgspec.Struct, frozen=True, kw_only=True):
+    """A gold line of a kind this version does not know: reported, never scored."""
+
+    line: int
+    id: str
+    kind: str
+
+
 class GoldSet(msgspec.Struct, frozen=True, kw_only=True):
     path: str
     sha256: str  # of the file's bytes: part of every result's identity
     items: tuple[GoldItem, ...]
+    skipped: tuple[SkippedItem, ...] = ()  # unknown kinds, in file order
 
     def by_id(self) -> dict[str, GoldItem]:
         return {i.id: i for i in self.items}
@@ -102,13 +114,22 @@ def contains_quote(block_text: str, quotes: Iterable[str]) -> bool:
     return any(q in folded for q in quotes)
 
 
+class _Head(msgspec.Struct, frozen=True):
+    """What a line must have whatever its kind."""
+
+    id: str
+    kind: str
+
+
 _decoder = msgspec.json.Decoder(GoldItem)
+_head_decoder = msgspec.json.Decoder(_Head)
 _ID = re.compile(r"^\S{1,100}$")
 
 
 def parse_gold(data: bytes, path: str = "<gold>") -> GoldSet:
     """Validate every line; the first problem raises GoldError naming its line."""
     items: list[GoldItem] = []
+    skipped: list[SkippedItem] = []
     seen: dict[str, int] = {}
     try:
         text = data.decode("utf-8")
@@ -119,6 +140,15 @@ def parse_gold(data: bytes, path: str = "<gold>") -> GoldSet:
             continue
         where = f"{path}:{number}"
         try:
+            head = _head_decoder.decode(line)
+            if head.kind not in KINDS:
+                if head.id in seen:
+                    raise GoldError(
+                        f"{where}: id {head.id!r} is already used on line {seen[head.id]}"
+                    )
+                seen[head.id] = number
+                skipped.append(SkippedItem(line=number, id=head.id, kind=head.kind))
+                continue
             item = _decoder.decode(line)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise GoldError(f"{where}: {exc}") from None
@@ -130,8 +160,26 @@ def parse_gold(data: bytes, path: str = "<gold>") -> GoldSet:
         seen[item.id] = number
         items.append(item)
     if not items:
-        raise GoldError(f"{path} holds no questions")
-    return GoldSet(path=path, sha256=hashlib.sha256(data).hexdigest(), items=tuple(items))
+        unknown = f" of a known kind ({len(skipped)} of unknown kinds)" if skipped else ""
+        raise GoldError(f"{path} holds no questions{unknown}")
+    return GoldSet(
+        path=path,
+        sha256=hashlib.sha256(data).hexdigest(),
+        items=tuple(items),
+        skipped=tuple(skipped),
+    )
+
+
+def skipped_note(gold: GoldSet) -> str | None:
+    """The report's sentence about lines of unknown kinds, None when there are none."""
+    if not gold.skipped:
+        return None
+    listed = ", ".join(f"{s.id} ({s.kind!r}, line {s.line})" for s in gold.skipped[:10])
+    more = f" and {len(gold.skipped) - 10} more" if len(gold.skipped) > 10 else ""
+    return (
+        f"{len(gold.skipped)} gold question(s) of a kind this version does not score were "
+        f"skipped: {listed}{more}; known kinds: {', '.join(KINDS)}"
+    )
 
 
 def load_gold(path: Path) -> GoldSet:
@@ -177,6 +225,7 @@ def _problem(item: GoldItem) -> str | None:
         return f"an {item.kind} question has no evidence and no required facts"
     if item.kind == "out_of_scope" and item.documents:
         return "an out_of_scope question names no documents"
-    if item.kind not in DECLINED_KINDS and item.kind != "scan" and not item.evidence:
+    # A coverage question is scored on expected_sections; its evidence quotes are optional.
+    if item.kind not in (*DECLINED_KINDS, "scan", "coverage") and not item.evidence:
         return f"a {item.kind} question needs evidence"
     return None

@@ -380,7 +380,7 @@ def test_usage_errors_exit_2_and_model_failures_make_a_partial_evaluation(
 ) -> None:
     monkeypatch.setenv("CITEWISE_CHAT_BASE_URL", chat_server.url)
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"id": "x", "lang": "en", "kind": "trivia", "question": "?"}\n')
+    bad.write_text('{"id": "x", "lang": "en", "kind": "fact", "question": "?"}\n')
     code, _, err = cli(capsys, "eval", str(bad))
     assert code == 2 and "bad.jsonl:1" in err
     code, _, err = cli(capsys, "eval", str(gold), "--bundle", "nope")
@@ -392,3 +392,46 @@ def test_usage_errors_exit_2_and_model_failures_make_a_partial_evaluation(
     assert code == 3 and doc["status"] == "partial"
     first = doc["answers"]["rows"][0]["checks"][0]
     assert first["termination_reason"] == "model_error" and first["failures"] == ["no_answer"]
+
+
+COVERAGE_Q = "Which sections does the Node events page have?"
+
+
+def test_coverage_without_evidence_is_scored_on_its_sections_and_unknown_kinds_are_reported(
+    home: Path,
+    tmp_path: Path,
+    chat_server: ChatServer,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """GOLD-FORMAT.md lets a coverage question carry expected_sections and no quotes."""
+    lines = [
+        *_gold_lines(),
+        {
+            "id": "q-cover",
+            "lang": "en",
+            "kind": "coverage",
+            "question": COVERAGE_Q,
+            "documents": ["events.md"],
+            "expected_sections": ["Max listeners", "Error events"],
+        },
+        {"id": "q-new", "lang": "en", "kind": "timeline", "question": "When?"},
+    ]
+    path = tmp_path / "gold.jsonl"
+    path.write_text("\n".join(json.dumps(g, ensure_ascii=False) for g in lines) + "\n")
+
+    def sections(question: str, blocks: list[dict[str, Any]], system: str, n: int) -> str:
+        if question == COVERAGE_Q:
+            return "It has two sections: Max listeners and Error events."
+        return honest(question, blocks, system, n)
+
+    monkeypatch.setenv("CITEWISE_CHAT_BASE_URL", chat_server.url)
+    script(chat_server, sections)
+    code, doc, err = cli(capsys, "eval", str(path), "--json")
+    assert code == 0, err
+    by_kind = doc["answers"]["by_kind"]
+    assert by_kind["coverage"]["pass_rate"] == 1.0 and "timeline" not in by_kind
+    assert doc["retrieval"]["coverage_complete"] == 1.0
+    (warning,) = [w for w in doc["warnings"] if "timeline" in w]
+    assert "q-new" in warning and "line 5" in warning
+    assert not any(q["id"] == "q-cover" for q in doc["retrieval"]["rows"])  # no quotes: no recall

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from engine.evaluation import GoldError, load_gold, normalize, parse_gold
+from engine.evaluation import GoldError, load_gold, normalize, parse_gold, skipped_note
 
 GOLD = Path(__file__).resolve().parents[3] / ".." / "shared" / "corpus" / "gold.jsonl"
 
@@ -54,7 +54,6 @@ def test_the_shared_gold_set_loads_with_the_kinds_its_readme_lists() -> None:
 @pytest.mark.parametrize(
     ("fields", "problem"),
     [
-        ({"kind": "trivia"}, r"kind"),
         ({"evidence": [{"document": "events.md", "quote": "too short"}]}, r"9 characters"),
         (
             {"evidence": [{"document": "other.md", "quote": "a useful default that helps"}]},
@@ -91,3 +90,27 @@ def test_quotes_match_after_nfc_casefold_and_whitespace_removal() -> None:
     assert normalize("E\u0301 Vent\n Emitter") == normalize("É ventemitter")  # NFC, casefold
     assert normalize("Ｅvent") != normalize("event")  # no compatibility (width) folding
     assert normalize("STRASSE") == normalize("straße")
+
+
+def test_a_coverage_question_may_list_sections_without_evidence_quotes() -> None:
+    cover = _line(
+        id="c1", kind="coverage", evidence=[], answer_must_include=[], expected_sections=["A"]
+    )
+    (item,) = parse_gold(_gold(cover)).items
+    assert item.kind == "coverage" and not item.evidence and not item.is_retrieval
+    with pytest.raises(GoldError, match="a fact question needs evidence"):
+        parse_gold(_gold(_line(evidence=[])))
+
+
+def test_a_line_of_an_unknown_kind_is_skipped_and_reported_not_fatal() -> None:
+    gold = parse_gold(_gold(_line(id="q1"), {"id": "q2", "kind": "trivia", "lang": "xx"}))
+    assert [i.id for i in gold.items] == ["q1"]
+    (skipped,) = gold.skipped
+    assert (skipped.line, skipped.id, skipped.kind) == (2, "q2", "trivia")
+    note = skipped_note(gold)
+    assert note is not None and "q2 ('trivia', line 2)" in note and "coverage" in note
+    assert skipped_note(parse_gold(_gold(_line()))) is None
+    with pytest.raises(GoldError, match="already used on line 1"):
+        parse_gold(_gold(_line(id="q1"), {"id": "q1", "kind": "trivia"}))
+    with pytest.raises(GoldError, match="no questions of a known kind"):
+        parse_gold(_gold({"id": "q2", "kind": "trivia"}))
