@@ -946,9 +946,10 @@ def _form(match: re.Match[str], values: dict[str, object]) -> str:
     return match.group(2) if one else match.group(3)
 
 
-def when(t: Texts, iso: str, now: dt.datetime | None = None) -> str:
+def when(t: Texts, iso: str, now: dt.datetime | None = None, *, seconds: bool = False) -> str:
     """An ISO-8601 UTC time as a person reads it, in local time: "2 Dec 10:14" (the year only
-    when it is not this year's); text that is not a time is returned as it is."""
+    when it is not this year's; `seconds` to tell apart times of one minute); text that is not
+    a time is returned as it is."""
     try:
         moment = dt.datetime.fromisoformat(iso.replace("Z", "+00:00"))
     except ValueError:
@@ -959,4 +960,5 @@ def when(t: Texts, iso: str, now: dt.datetime | None = None) -> str:
     today = now if now is not None else dt.datetime.now(local.tzinfo)
     month = t("time.months").split()[local.month - 1]
     key = "time.this_year" if local.year == today.year else "time.other_year"
-    return t(key, day=local.day, month=month, year=local.year, time=f"{local:%H:%M}")
+    clock = f"{local:%H:%M:%S}" if seconds else f"{local:%H:%M}"
+    return t(key, day=local.day, month=month, year=local.year, time=clock)

@@ -352,11 +352,17 @@ def _changes_tooltip(c: SnapshotChanges) -> str:
     return "\n".join(lines)
 
 
-def rollback_question(t: Texts, target: SnapshotView) -> tuple[str, list[str]]:
+def snapshot_times(t: Texts, items: Sequence[SnapshotView]) -> dict[str, str]:
+    """Each snapshot's time as a person reads it; with seconds when two share a minute."""
+    plain = {s.id: when(t, s.created_at) for s in items}
+    if len(set(plain.values())) == len(plain):
+        return plain
+    return {s.id: when(t, s.created_at, seconds=True) for s in items}
+
+
+def rollback_question(t: Texts, target: SnapshotView, at: str) -> tuple[str, list[str]]:
     """The rollback dialog's question and its consequences, in words (never a raw id)."""
-    question = t(
-        "lib.rollback_confirm", when=when(t, target.created_at), documents=target.documents
-    )
+    question = t("lib.rollback_confirm", when=at, documents=target.documents)
     since = target.since
     details: list[str] = []
     if since.known:
@@ -411,13 +417,14 @@ def _snapshots(app: App, t: Texts, box: ui.column, refresh: Callable[[], None]) 
             ui.button(t("lib.gc"), icon="cleaning_services", on_click=ask_gc).props(
                 "outline dense"
             ).mark("gc-button")
+        times = snapshot_times(t, items)
         for s in items:
             with ui.row().classes("w-full items-center no-wrap").mark("snapshot-row"):
                 with ui.column().classes("grow gap-0"):
                     ui.label(
                         t(
                             "lib.snapshot_row",
-                            created=when(t, s.created_at),
+                            created=times[s.id],
                             status=t(f"lib.snapshot_status.{s.status}"),
                             documents=s.documents,
                             blocks=s.blocks,
@@ -439,7 +446,7 @@ def _snapshots(app: App, t: Texts, box: ui.column, refresh: Callable[[], None]) 
                             show_error(t, exc)
                             return
                         ui.notify(
-                            t("lib.activated", when=when(t, s.created_at), documents=s.documents),
+                            t("lib.activated", when=times[s.id], documents=s.documents),
                             type="positive",
                         )
                         refresh()
@@ -447,7 +454,7 @@ def _snapshots(app: App, t: Texts, box: ui.column, refresh: Callable[[], None]) 
                     def ask_activate(
                         s: SnapshotView = s, activate: Callable[[], None] = activate
                     ) -> None:
-                        question, details = rollback_question(t, s)
+                        question, details = rollback_question(t, s, times[s.id])
                         confirm(
                             t, question, activate, details=details, yes_text=t("lib.rollback_yes")
                         )

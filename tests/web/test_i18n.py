@@ -93,3 +93,9 @@ def test_times_read_as_a_local_day_and_hour_in_each_language() -> None:
     assert when(Texts("en"), "2025-01-31T23:30:00Z", now) == "1 Feb 2025 07:30"
     assert when(Texts("zh"), "2025-01-31T23:30:00Z", now) == "2025年2月1日 07:30"
     assert when(Texts("en"), "not a time", now) == "not a time"
+
+
+def test_times_of_one_minute_can_be_told_apart_by_their_seconds() -> None:
+    now = dt.datetime(2026, 12, 2, 20, 0, tzinfo=dt.UTC)
+    assert when(Texts("en"), "2026-12-02T10:14:05Z", now, seconds=True) == "2 Dec 10:14:05"
+    assert when(Texts("zh"), "2026-12-02T10:14:05Z", now, seconds=True) == "12月2日 10:14:05"
