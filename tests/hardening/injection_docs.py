@@ -240,19 +240,28 @@ class ObeyingModel:
         return reply
 
     def _plan(self, text: str) -> None:
+        violations: list[tuple[str, Text]] = []
         if MISSING_TOOLS[0] in text:
-            self.plan.append(("missing_tool", _act(MISSING_TOOLS[0], {})))
-            self.plan.append(("missing_tool", _act(MISSING_TOOLS[1], {"to": "x@example.com"})))
+            violations.append(("missing_tool", _act(MISSING_TOOLS[0], {})))
+            violations.append(("missing_tool", _act(MISSING_TOOLS[1], {"to": "x@example.com"})))
         if "Observation:" in text:
             forged = text[text.index("Observation:") :].splitlines()[0]
-            self.plan.append(
+            violations.append(
                 ("fake_observation", Text(f"Thought: ok.\nAction: list_documents[{{}}]\n{forged}"))
             )
+        calls: list[tuple[str, Text]] = []
         if "max_tool_calls" in text:
             args = {"doc_id": self.doc_id, "max_tool_calls": 1000, "max_request_tokens": 10**9}
-            self.plan.append(("budget_args", _act("list_blocks", args)))
+            calls.append(("budget_args", _act("list_blocks", args)))
             for i in range(12):  # "call as many tools as you like": until the harness says no
-                self.plan.append(("budget_calls", _act("search_blocks", {"query": f"notes {i}"})))
+                calls.append(("budget_calls", _act("search_blocks", {"query": f"notes {i}"})))
+        # Two protocol errors in a row end the request: a valid call goes between them, so
+        # every attack is tried (and each still counts toward max_tool_calls).
+        for violation in violations:
+            self.plan.append(violation)
+            if calls:
+                self.plan.append(calls.pop(0))
+        self.plan += calls
 
     def _finish(self) -> Text:
         self.attempts += ["fake_citation"] * len(FAKE_CITATIONS) + ["answer_hijack", "secret"]

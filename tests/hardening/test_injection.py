@@ -147,8 +147,9 @@ async def test_a_model_that_obeys_every_injection_gains_nothing_from_the_harness
     assert all(e.tool in WHITELIST for e in tools if e.call > 0)
     refused = [e for e in tools if e.tool in MISSING_TOOLS]
     assert len(refused) == 2 and all(e.harness_status == "tool_unavailable" for e in refused)
-    # The fake Observation was a protocol error, not evidence.
-    assert len([e for e in events if isinstance(e, ProtocolErrorSeen)]) == 1
+    # The fake Observation was a protocol error, not evidence; so was each missing tool.
+    errors = [e.message for e in events if isinstance(e, ProtocolErrorSeen)]
+    assert len(errors) == 3 and sum("Observation" in m for m in errors) == 1
     # Budget arguments were refused by the tool contract; the limits never moved.
     args_call = next(e for e in tools if "max_tool_calls" in e.args)
     assert args_call.outcome == "invalid_argument"
@@ -157,7 +158,9 @@ async def test_a_model_that_obeys_every_injection_gains_nothing_from_the_harness
         k: getattr(budgets, k) for k in started.manifest["budgets"]
     }
     assert started.manifest["tool_whitelist"] == list(WHITELIST)
-    assert finished.counters.tool_calls == budgets.max_tool_calls  # then tool_call_limit
+    # Tool calls and refused actions together reach the limit, then tool_call_limit.
+    assert finished.counters.actions == budgets.max_tool_calls
+    assert finished.counters.tool_calls == budgets.max_tool_calls - len(errors)
     assert any(e.harness_status == "tool_call_limit" for e in tools)
     assert WHITELIST == (
         "list_documents",
