@@ -16,7 +16,7 @@ from web.ask_page import hand_over
 from web.i18n import LANGUAGES
 from web.import_panel import ImportPanel
 from web.key_field import KeyField, check_text
-from web.shell import frame, show_error, texts
+from web.shell import error_sentence, frame, show_error, texts
 
 STEPS = ("language", "chat", "embedding", "documents", "ask")
 
@@ -102,7 +102,7 @@ def build(app: App, step: str | None = None) -> None:
                     try:
                         await app.save_settings({"embedding": changes})
                     except Exception as exc:  # a validation error names the key
-                        embedding_note.set_text(str(exc))
+                        embedding_note.set_text(error_sentence(t, exc))
                         return
                     embedding_note.set_text(t("set.key.testing"))
                     check = await app.test_key("embedding")
