@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from nicegui import ui
-from nicegui.testing import User
+from nicegui.testing import User, UserInteraction
 
 from actors import DEFAULT_COLLECTION
 from engine.versions.formats import current_versions
@@ -57,10 +57,10 @@ def data_words() -> frozenset[str]:
 
 
 def _hidden(element: ui.element) -> bool:
-    """Invisible, or behind a details toggle (an element marked error-details)."""
+    """Invisible (or in a closed dialog), or behind a details toggle (marked error-details)."""
     current: ui.element | None = element
     while current is not None:
-        if not current.visible:
+        if not current.visible or (isinstance(current, ui.dialog) and not current.value):
             return True
         if current is not element and "error-details" in current._markers:
             return True
@@ -89,6 +89,11 @@ def visible_texts(user: User) -> list[tuple[str, str]]:
             out.extend((where, str(v)) for v in options.values())
     out.extend(("notify", str(m)) for m in user.notify.messages)
     return out
+
+
+def open_dialogs(user: User) -> list[ui.dialog]:
+    assert user.client is not None
+    return [e for e in user.client.layout.descendants() if isinstance(e, ui.dialog) and e.value]
 
 
 def english_words(texts: Iterable[tuple[str, str]], allowed: frozenset[str]) -> list[str]:
@@ -153,6 +158,16 @@ async def test_every_page_and_dialog_in_chinese_has_no_english_words(
         p
         for p in await check_page(ui_user, "/library", "failed-document")
         if not _failed_row_message(p)
+    ]
+    # the library's dialogs: remove a document, delete the collection, clean up snapshots
+    for marker in ("remove-button", "collection-delete", "gc-button"):
+        before = len(open_dialogs(ui_user))
+        UserInteraction(ui_user, {found(ui_user, marker)[0]}, None).click()
+        await eventually(lambda before=before: len(open_dialogs(ui_user)) > before)
+    problems += [
+        f"/library (dialogs): {p}"
+        for p in english_words(visible_texts(ui_user), data_words())
+        if not _failed_row_message(f"/library: {p}")
     ]
     problems += await check_page(ui_user, "/traces")
     problems += await check_page(ui_user, trace_href, "trace-detail")
