@@ -687,9 +687,37 @@ TEXTS: dict[str, tuple[str, str]] = {
     "tr.turn": ("turn {n}", "第 {n} 轮"),
     "tr.evidence": ("Evidence replay", "证据重放"),
     "tr.retrieval": ("Retrieval replay", "检索重放"),
-    "tr.evidence_unavailable": (
-        "Evidence replay is not available: {message}",
-        "无法重放证据:{message}",
+    "tr.evidence_metadata": (
+        "The prompts, tool results and answer of this request were not kept: it was recorded "
+        "with metadata only. Choose full diagnostics under Traces in Settings to keep them for "
+        "future questions.",
+        "本次请求的提示词、工具结果和回答没有保存:记录时只保存了元数据。"
+        "如需为以后的提问保存,请在“设置”的“追踪”中选择完整诊断。",
+    ),
+    "tr.evidence_problem": (
+        "Part of what the model saw could not be rebuilt (removed or damaged).",
+        "模型看到的部分内容无法重建(已被清理或损坏)。",
+    ),
+    "tr.role.system": ("instructions", "系统指令"),
+    "tr.role.user": ("question and results", "问题与结果"),
+    "tr.role.assistant": ("model", "模型"),
+    "tr.role.tool": ("tool result", "工具结果"),
+    "tr.retrieval_gone": (
+        "Retrieval cannot be replayed: the snapshot {snapshot} this request used has been "
+        "removed by clean-up.",
+        "无法重放检索:本次请求使用的快照 {snapshot} 已被清理。",
+    ),
+    "tr.retrieval_none": (
+        "This request looked nothing up, so there is nothing to replay.",
+        "本次请求没有查找资料,因此没有可重放的内容。",
+    ),
+    "tr.retrieval_same": (
+        "All {n} {n|lookup|lookups} found the same passages in the same order again.",
+        "全部 {n} 次查找再次得到了相同顺序的相同段落。",
+    ),
+    "tr.retrieval_changed": (
+        "{changed} of {n} {n|lookup|lookups} found different passages or a different order now.",
+        "{n} 次查找中有 {changed} 次现在得到了不同的段落或顺序。",
     ),
     "tr.model_input": (
         "What the model saw: turn {turn}, attempt {attempt}",

@@ -193,9 +193,9 @@ def _evidence(app: App, t: Texts, trace_id: str, box: ui.column) -> None:
         return
     with box:
         if not replay.available:
-            ui.label(t("tr.evidence_unavailable", message=replay.message)).classes(
-                "text-sm bg-blue-50 p-2 rounded"
-            ).mark("evidence-unavailable")
+            with ui.column().classes("w-full gap-1 bg-blue-50 p-2 rounded"):
+                ui.label(t("tr.evidence_metadata")).classes("text-sm").mark("evidence-unavailable")
+                details_toggle(t, replay.message)
             return
         for call in replay.model_inputs:
             with (
@@ -204,10 +204,12 @@ def _evidence(app: App, t: Texts, trace_id: str, box: ui.column) -> None:
                 .mark("evidence-model-input")
             ):
                 for message in call.messages or []:
-                    ui.label(f"[{message.role}]").classes("text-xs font-semibold")
+                    role = _said(t, "tr.role.", message.role)
+                    ui.label(f"[{role}]").classes("text-xs font-semibold")
                     ui.label(message.content).classes("text-xs whitespace-pre-wrap")
                 if call.problem:
-                    ui.label(call.problem).classes("text-xs text-red-700")
+                    ui.label(t("tr.evidence_problem")).classes("text-xs text-red-700")
+                    details_toggle(t, call.problem)
         for output in replay.tool_outputs:
             with (
                 ui.expansion(t("tr.tool_output", call=output.call, tool=output.tool))
@@ -227,7 +229,17 @@ async def _retrieval(app: App, t: Texts, trace_id: str, box: ui.column) -> None:
         show_error(t, exc)
         return
     with box:
-        ui.label(replay.message).classes("text-sm").mark("retrieval-message")
+        changed = sum(not (d.same_blocks and d.same_order) for d in replay.calls)
+        if not replay.snapshot_available:
+            said = t("tr.retrieval_gone", snapshot=replay.snapshot_id or "–")
+        elif not replay.calls:
+            said = t("tr.retrieval_none")
+        elif replay.identical:
+            said = t("tr.retrieval_same", n=len(replay.calls))
+        else:
+            said = t("tr.retrieval_changed", changed=changed, n=len(replay.calls))
+        ui.label(said).classes("text-sm").mark("retrieval-message")
+        details_toggle(t, replay.message)
         for diff in replay.calls:
             verdict = t("tr.same") if diff.same_blocks and diff.same_order else t("tr.differs")
             ui.label(

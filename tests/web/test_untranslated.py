@@ -171,6 +171,12 @@ async def test_every_page_and_dialog_in_chinese_has_no_english_words(
     ]
     problems += await check_page(ui_user, "/traces")
     problems += await check_page(ui_user, trace_href, "trace-detail")
+    ui_user.find(marker="evidence-replay").click()
+    await ui_user.should_see(marker="evidence-unavailable")
+    problems += [f"evidence: {w}" for w in english_words(visible_texts(ui_user), data_words())]
+    ui_user.find(marker="retrieval-replay").click()
+    await ui_user.should_see(marker="retrieval-diff", retries=50)
+    problems += [f"retrieval: {w}" for w in english_words(visible_texts(ui_user), data_words())]
     problems += await check_page(ui_user, "/traces?id=0000000000000000", "error-dialog")
     problems += await check_page(ui_user, "/wizard")
 
