@@ -141,6 +141,7 @@ async def test_every_page_and_dialog_in_chinese_has_no_english_words(
     no_keys: None,
 ) -> None:
     monkeypatch.setenv("CITEWISE_DEEPSEEK_API_KEY", "test-key")
+    monkeypatch.setenv("CITEWISE_TRACE_RETENTION_DAYS", "12")  # a setting the environment sets
     chat_server.script(search(), cite)
     service = service_for(partial_home, chat={"base_url": chat_server.url}, ui={"language": "zh"})
     register(service)
@@ -181,7 +182,7 @@ async def test_every_page_and_dialog_in_chinese_has_no_english_words(
     problems += await check_page(ui_user, "/wizard")
 
     # settings, then a refused save and a failed key test against a web page
-    problems += await check_page(ui_user, "/settings", "settings-save")
+    problems += await check_page(ui_user, "/settings", "env-note")
     set_number(ui_user, "setting-budget.max_tool_calls", 500)
     ui_user.find(marker="settings-save").click()
     await eventually(lambda: bool(found(ui_user, "error-message")))
