@@ -51,7 +51,8 @@ IDENTIFIER = re.compile(
 
 
 def data_words() -> frozenset[str]:
-    """The words of the content the test itself put in: documents, question, answer."""
+    """The words of the content the test itself put in: documents, question, answer, and the
+    collection's name ("default")."""
     text = " ".join((EVENTS_MD, STREAMS_MD, QUESTION, SCRIPTED_ANSWER, DEFAULT_COLLECTION))
     return frozenset(w.casefold() for w in WORD.findall(text))
 
