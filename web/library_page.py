@@ -14,7 +14,7 @@ from nicegui import ui
 
 from actors import App, DocumentView, SnapshotChanges, SnapshotView
 from web.i18n import Texts, when
-from web.import_panel import ImportPanel
+from web.import_panel import ImportPanel, failure_sentence
 from web.shell import frame, guarded, show_error, texts
 from web.tools_panel import ToolsPanel
 
@@ -151,7 +151,7 @@ def _failed(app: App, t: Texts, box: ui.column, panel: ImportPanel, retrying: se
                         source=f.source,
                         stage=f.stage,
                         reason=f.reason,
-                        message=f.message,
+                        message=failure_sentence(t, f.stage, f.reason),
                     )
                 ).classes("grow text-sm")
                 if f.retryable:
@@ -317,7 +317,7 @@ def _report_retries(app: App, t: Texts, retrying: set[str]) -> None:
                     source=source,
                     stage=f.stage,
                     reason=f.reason,
-                    message=f.message,
+                    message=failure_sentence(t, f.stage, f.reason),
                 ),
                 type="negative",
                 multi_line=True,
