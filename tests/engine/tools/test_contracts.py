@@ -18,6 +18,7 @@ from engine.tools import (
     cited_refs,
     decode_result,
     error_of,
+    located_refs,
     outcome_of,
     read_result,
     returned_citations,
@@ -66,7 +67,11 @@ def test_the_accessors_say_what_the_models_json_says(outcomes: list[ToolOutcome]
         data = json.loads(outcome.json)
         items = data.get("blocks") or data.get("hits") or []
         assert returned_citations(outcome.result) == [i["citation"] for i in items]
-        assert cited_refs(outcome.result) == [(i["doc_id"], i["block_id"]) for i in items]
+        refs = [(i["doc_id"], i["block_id"]) for i in items]
+        # Evidence is a block whose full text was returned; a scan hit only locates one.
+        full_text = "blocks" in data
+        assert cited_refs(outcome.result) == (refs if full_text else [])
+        assert located_refs(outcome.result) == ([] if full_text else refs)
         assert [shown_text(i) for i in returned_items(outcome.result)] == [
             i.get("text", i.get("snippet")) for i in items
         ]
