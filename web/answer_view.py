@@ -53,9 +53,16 @@ def with_cursor(markup: str) -> str:
 
 
 def chip_label(t: Texts, c: Citation) -> str:
-    """How a person sees a citation: title · section · pages (never the raw id)."""
+    """How a person sees a citation: title · section · pages (never the raw id); a block the
+    model only located with scan_term says so after where it is."""
+    if c.located_not_read:
+        return f"[{c.index}?] {_place(t, c)} · {t('ask.located')}"
     if not c.valid:
         return f"[{c.index}?] {t('ask.unverified')}"
+    return f"[{c.index}] {_place(t, c)}"
+
+
+def _place(t: Texts, c: Citation) -> str:
     parts = [c.title or c.source_label]
     section = c.section_path or c.section_title
     if section.startswith(c.title + PATH_SEPARATOR):
@@ -65,7 +72,7 @@ def chip_label(t: Texts, c: Citation) -> str:
     pages = pages_text(t, c.page_start, c.page_end)
     if pages:
         parts.append(pages)
-    return f"[{c.index}] " + " · ".join(p for p in parts if p)
+    return " · ".join(p for p in parts if p)
 
 
 def citation_chips(
@@ -87,6 +94,14 @@ def citation_chips(
                 ).props("clickable outline color=primary")
                 chip.tooltip(c.preview)
                 chip.mark("citation-chip")
+            elif c.located_not_read:
+                chip = ui.chip(
+                    chip_label(t, c),
+                    icon="manage_search",
+                    on_click=lambda c=c: on_open(c, snapshot_id),
+                ).props("clickable outline color=orange")
+                chip.tooltip(t("ask.located_hint"))
+                chip.mark("citation-chip-located")
             else:
                 chip = ui.chip(chip_label(t, c), icon="help_outline").props("outline color=grey")
                 chip.tooltip(t("ask.unverified_hint"))

@@ -78,6 +78,12 @@ TEXTS: dict[str, tuple[str, str]] = {
         "The answer cites a block that was not retrieved for it; it is not shown as evidence.",
         "回答引用了本次未检索到的块,不作为证据显示。",
     ),
+    "ask.located": ("located, not read", "仅定位，未读全文"),
+    "ask.located_hint": (
+        "The model saw only a short snippet of this block (a term scan), not its text: it is "
+        "not evidence for the sentence.",
+        "模型只看到了该块的一小段摘录(字面扫描),没有读到全文:它不能作为这句话的证据。",
+    ),
     "ask.page": ("p. {page}", "第 {page} 页"),
     "ask.pages": ("pp. {start}–{end}", "第 {start}–{end} 页"),
     "ask.partial_banner": (
