@@ -33,6 +33,7 @@ from engine.harness import (
     Limits,
     Request,
     RequestFinished,
+    RequestStarted,
     ToolCallOutcome,
 )
 from engine.prompts.bundle import PromptBundle
@@ -41,6 +42,7 @@ from engine.secrets import ENV_NAMES, get_key
 from engine.tools import TOOL_CONTRACT_VERSION, ToolContext, render_tools, run_tool
 from engine.trace.manifest import manifest_extra as trace_manifest_extra
 from engine.trace.model import trace_id_for
+from engine.versions import app_version
 from index.snapshot import Snapshot
 
 OnEvent = Callable[[Event], Awaitable[None]]
@@ -151,6 +153,23 @@ def _unavailable(collection: str, question_id: str, damage: str | None) -> Reque
     )
 
 
+def _started_without_snapshot(app: App, request: Request) -> RequestStarted:
+    """The start of a question that ends before any model call: what the run would depend
+    on, without the snapshot, bundle and models it never reached."""
+    manifest = {
+        "app_version": app_version(),
+        "request_id": request.request_id,
+        **trace_manifest_extra(app.config, tool_contract_version=TOOL_CONTRACT_VERSION),
+    }
+    return RequestStarted(
+        request_id=request.request_id,
+        at=0.0,
+        question=request.question,
+        conversation_id=request.conversation_id,
+        manifest=manifest,
+    )
+
+
 @contextlib.contextmanager
 def _pin_active(catalog: Catalog) -> Iterator[tuple[Snapshot | None, str | None]]:
     """The active snapshot pinned, or None and (when there is one but it cannot be opened)
@@ -247,6 +266,8 @@ async def _run(
         if snapshot is None:
             finished = _unavailable(collection, request.request_id, damage)
             if on_event is not None:
+                # Started and finished, so the trace records the question with its reason.
+                await on_event(_started_without_snapshot(app, request))
                 await on_event(finished)
             return finished
         deps = deps_for(app, snapshot, client, bundle=bundle, limits=limits)

@@ -99,7 +99,9 @@ async def test_a_damaged_active_snapshot_ends_the_question_with_collection_unava
     assert f.termination_reason == "collection_unavailable" and f.answer is None
     assert "vectors.f16" in f.message and f"snapshots verify {sid}" in f.message
     assert "import the documents again" in f.message  # no earlier snapshot to go back to
-    assert seen == [f] and chat_server.requests == []
+    started, last = seen  # the trace gets the question and its end, nothing in between
+    assert isinstance(started, RequestStarted) and started.question == "How do listeners run?"
+    assert last == f and chat_server.requests == []
     (turn,) = ConversationStore(DataDir(home), "default").load(result.conversation_id)
     assert turn.termination_reason == "collection_unavailable"  # recorded with the conversation
     assert json.loads(outcome.json)["error"]["message"] in f.message
