@@ -456,7 +456,7 @@ def _spend(c: Counters, usage: ChatUsage) -> None:
     c.reasoning_tokens += usage.reasoning_tokens
 
 
-# Failures that never reached the vendor (ChatError.cause, where the client names one).
+# Failures that never reached the vendor (ChatError.cause names them).
 _NEVER_SENT = frozenset({"dns", "refused", "proxy", "tls"})
 # Codes of failures after the request was sent with no HTTP error status: the vendor may be
 # generating (timeout), or answered 200 and then broke off (connection, bad_response, an error
@@ -473,7 +473,7 @@ def _failed_usage(run: _Run, exc: ChatError, streamed: str, prompt_tokens: int) 
     accepted = bool(streamed) or (
         exc.status is None
         and exc.code in _MAY_BILL
-        and getattr(exc, "cause", "") not in _NEVER_SENT
+        and exc.cause not in _NEVER_SENT
     )
     if not accepted:
         return None

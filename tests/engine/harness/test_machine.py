@@ -762,3 +762,22 @@ async def test_a_citation_of_a_block_seen_only_as_a_scan_snippet_is_located_not_
     assert citation.title == "Node events" and citation.returned_by == ("scan_term",)
     system = sent(chat_server, 0)[0]["content"]
     assert "Cite only blocks whose full text a result gave you" in system
+
+
+async def test_a_call_that_never_reached_the_vendor_counts_nothing(snapshot: Snapshot) -> None:
+    import socket
+
+    with socket.socket() as s:  # a loopback port with nothing listening on it
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    client = ChatClient(
+        base_url=f"http://127.0.0.1:{port}/v1", model="deepseek-chat", api_key="k", timeout_s=5
+    )
+    try:
+        finished, events = await run(make_deps(snapshot, client))
+    finally:
+        await client.aclose()
+    assert finished.termination_reason == "model_error"
+    calls = of(events, ModelCallFinished)
+    assert len(calls) == 2 and all(c.usage is None and c.cost == 0 for c in calls)
+    assert finished.counters.used_tokens == 0 and finished.cost == 0
