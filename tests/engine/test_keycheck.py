@@ -3,6 +3,8 @@ each failure mode gives its own code and a message that says what to do, never t
 
 from __future__ import annotations
 
+import ssl
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -10,6 +12,7 @@ import pytest
 
 from engine.config import ChatSettings, EmbeddingSettings, NetworkSettings
 from engine.keycheck import PROBE_TEXT, check_chat_key, check_embedding
+from tests.engine.test_chat_client import _self_signed as self_signed
 from tests.servers import embedding_server as emb
 from tests.servers.chat_server import (
     ChatServer,
@@ -302,3 +305,21 @@ async def test_a_wrong_model_lists_the_offered_models_as_a_fact(chat_server: Cha
     result = await check_chat_key(chat_settings(chat_server.url, model="nope"), NET, API_KEY)
     assert result.code == "wrong_model"
     assert result.facts["models"] == "deepseek-chat, deepseek-reasoner"
+
+
+@pytest.mark.anyio
+async def test_a_certificate_the_system_does_not_trust_is_a_tls_failure(tmp_path: Path) -> None:
+    cert_file, key_file = self_signed(tmp_path)
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(cert_file, key_file)
+    server = ChatServer(tls=tls).start()
+    try:
+        untrusted = await check_chat_key(chat_settings(server.url), NET, API_KEY)
+        server.script(Text("p"))
+        trusted = await check_chat_key(
+            chat_settings(server.url), NetworkSettings(ca_bundle=str(cert_file)), API_KEY
+        )
+    finally:
+        server.stop()
+    assert (untrusted.ok, untrusted.code) == (False, "tls")
+    assert (trusted.ok, trusted.code) == (True, "ok")
