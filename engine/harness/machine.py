@@ -471,9 +471,7 @@ def _failed_usage(run: _Run, exc: ChatError, streamed: str, prompt_tokens: int) 
     call may bill it even when nothing (or only part of the answer) arrived. A failed call
     carries no usage of the vendor's, so the tokenizer is the only count there is."""
     accepted = bool(streamed) or (
-        exc.status is None
-        and exc.code in _MAY_BILL
-        and exc.cause not in _NEVER_SENT
+        exc.status is None and exc.code in _MAY_BILL and exc.cause not in _NEVER_SENT
     )
     if not accepted:
         return None
