@@ -533,7 +533,8 @@ async def _violation(
 ) -> State | Done:
     """A reply that is not a valid whitelisted tool call (nor a Finish): it raises the streak
     of consecutive protocol errors (two end the request) and counts toward max_tool_calls
-    like a tool call, so a model that loops on it makes at most max_tool_calls + 2 calls."""
+    like a tool call, so a model that loops on it makes at most max_tool_calls + 2 calls
+    (automatic retries of failed calls aside)."""
     c = run.counters
     run.protocol_streak += 1
     c.protocol_errors += 1
