@@ -25,6 +25,7 @@ from index.records import BuildStats, DocumentRecord, FailedDocument, SkippedFil
 PROGRESS_INTERVAL_S = 0.5
 PACE_WINDOW_S = 20.0  # the pace is what the last 20 s of running time did…
 PACE_MIN_SPAN_S = 1.0  # …measured once at least 1 s of it is seen
+STALL_GAPS = 2.0  # a sample later than twice the usual interval is a stall
 RUNNING_FRACTION_CAP = 0.99  # the bar reaches 1.0 only when the import is done
 PAGED_SUFFIXES = (".pdf",)  # documents whose page count is known before they are chunked
 
@@ -116,7 +117,9 @@ class PauseGate:
 class Pace:
     """How fast a growing count grows, over the last `window_s` seconds since `restart`.
 
-    The rate is measured up to `now`, not to the last sample, so a stall slows it down."""
+    Between samples that come at their usual interval the rate is the one measured up to the
+    last sample, and the time left counts down; once a sample is late (more than STALL_GAPS
+    usual intervals), the rate is measured up to `now`: a stall slows it down."""
 
     def __init__(self, window_s: float = PACE_WINDOW_S) -> None:
         self.window_s = window_s
@@ -143,14 +146,32 @@ class Pace:
 
     def rate(self, now: float) -> float | None:
         """Count per second, or None before PACE_MIN_SPAN_S or while nothing grew."""
-        if not self._samples:
+        measured = self._measured(now)
+        return None if measured is None else measured[0]
+
+    def time_for(self, left: float, now: float) -> float | None:
+        """Seconds until `left` more are counted at this pace (None: the pace is not known)."""
+        if left <= 0:
+            return 0.0
+        measured = self._measured(now)
+        if measured is None:
+            return None
+        rate, idle = measured
+        return max(left / rate - idle, 0.0)
+
+    def _measured(self, now: float) -> tuple[float, float] | None:
+        """(rate, the time since the last sample that counts as progress towards the next)."""
+        if len(self._samples) < 2:
             return None
         since, first = self._samples[0]
-        grown = self._samples[-1][1] - first
-        span = now - since
-        if span < PACE_MIN_SPAN_S or grown <= 0:
+        last_at, last = self._samples[-1]
+        grown, span = last - first, last_at - since
+        if grown <= 0 or now - since < PACE_MIN_SPAN_S or span <= 0:
             return None
-        return grown / span
+        idle = now - last_at
+        if idle <= STALL_GAPS * span / (len(self._samples) - 1):
+            return grown / span, idle
+        return grown / (now - since), 0.0
 
 
 @dataclass
@@ -227,8 +248,9 @@ class ProgressReporter:
         doc = self._docs.get(source)
         if doc is None or doc.over:
             return
+        first = self.progress.pages == 0 and read > 0
         self._set_pages(doc, read, total)
-        self.emit()
+        self.emit(force=first)  # the first pages read show at once: the import has begun
 
     def parsed(self, source: str, record: DocumentRecord, *, reused: bool = False) -> None:
         """A document is chunked into blocks (read now, or taken from a cache or the parent
@@ -372,8 +394,8 @@ class ProgressReporter:
                 kind = [d.size for d in unchunked if d.paged == paged]
                 same = _per_byte([(d.blocks, d.size) for d in chunked if d.paged == paged])
                 blocks_left += sum(kind) * (overall if same is None else same)
-        reading = _seconds(pages_left, self._pages.rate(now))
-        embedding = _seconds(blocks_left, self._blocks.rate(now))
+        reading = self._pages.time_for(pages_left, now)
+        embedding = self._blocks.time_for(blocks_left, now)
         if reading is None or embedding is None:
             return None
         return round(max(reading, embedding), 1)
@@ -399,12 +421,6 @@ def _per_byte(pairs: list[tuple[int | None, int]]) -> float | None:
     known = [(count, size) for count, size in pairs if count is not None and size > 0]
     size = sum(s for _, s in known)
     return sum(c for c, _ in known) / size if size else None
-
-
-def _seconds(left: float, rate: float | None) -> float | None:
-    if left <= 0:
-        return 0.0
-    return None if rate is None else left / rate
 
 
 def _rounded(rate: float | None) -> float | None:

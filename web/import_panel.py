@@ -243,14 +243,15 @@ class ImportPanel:
         parts = []
         if p.pages_total:
             parts.append(t("lib.progress.pages", done=_count(p.pages), total=_count(p.pages_total)))
-        parts.append(
-            t(
-                "lib.progress.blocks",
-                done=_count(p.blocks_embedded),
-                total=_count(p.blocks_to_embed),
+        if p.blocks_to_embed or not parts:  # no "0 / 0 blocks" before any is chunked
+            parts.append(
+                t(
+                    "lib.progress.blocks",
+                    done=_count(p.blocks_embedded),
+                    total=_count(p.blocks_to_embed),
+                )
             )
-        )
-        parts.append(t("lib.progress.tokens", tokens=_count(p.embedding_tokens)))
+            parts.append(t("lib.progress.tokens", tokens=_count(p.embedding_tokens)))
         return " · ".join(parts)
 
     def _eta_text(self, p: ImportProgress) -> str:

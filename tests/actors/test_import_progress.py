@@ -173,6 +173,29 @@ def test_a_stall_makes_the_time_left_grow_between_events() -> None:
     assert p.eta_s is not None and p.eta_s > before
 
 
+def test_between_batches_at_their_usual_interval_the_time_left_counts_down() -> None:
+    report, clock, _ = clocked()
+    p = report.progress
+    report.start([NOTES], [])
+    report.parsed("notes.md", record("notes.md", 100))
+    for done in (10, 20, 30):  # a batch of 10 every 2 s
+        clock.now += 2.0
+        report.embedding("notes.md", done, 0)
+    at_batch = p.eta_s
+    assert at_batch is not None and 13 < at_batch < 15  # 70 blocks at 5 a second
+    clock.now += 1.0
+    report.emit()
+    assert p.eta_s is not None and at_batch - 1.5 < p.eta_s < at_batch  # one second less
+
+
+def test_the_first_pages_read_are_shown_at_once_despite_the_throttle() -> None:
+    report, seen, _ = reporter()
+    report.start([Target(Path("/b.pdf"), "b.pdf", 1000)], [])
+    report.pages_read("b.pdf", 0, 300)
+    report.pages_read("b.pdf", 40, 300)
+    assert seen[-1].pages == 40 and seen[-1].pages_total == 300
+
+
 def test_while_paused_no_time_left_is_claimed_and_the_pace_restarts_on_resume() -> None:
     gate = PauseGate()
     report, clock, _ = clocked(gate)

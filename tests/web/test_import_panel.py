@@ -89,13 +89,13 @@ async def test_pages_blocks_and_the_time_left_move_and_the_bar_ends_at_exactly_f
     await eventually(watch, timeout_s=120)
     # every page is read long before the blocks are embedded, which are counted as they go
     assert any(s.startswith("261 / 261 pages read · 0 / ") for s in stats)
-    embedded = {s.split(" · ")[1] for s in stats if "261 / 261" in s}
+    embedded = {s.split(" · ")[1] for s in stats if "261 / 261" in s and "embedded" in s}
     assert len(embedded) >= 4
     assert any("embedding tokens" in s and not s.endswith(" 0 embedding tokens") for s in stats)
     # the time left is recomputed from the pace, and says the pace
     measured = [e for e in etas if e.startswith("About ")]
     assert len(set(measured)) >= 3 and any("blocks a second" in e for e in measured)
-    assert 0 < max(bars) < 1 and bars == sorted(bars)
+    assert any(0 < b < 1 for b in bars) and bars == sorted(bars)
     assert bar_value(ui_user) == 1.0
     assert texts_of(ui_user, "import-percent") == ["100 %"]
     final = texts_of(ui_user, "import-stats")[0]
