@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from nicegui import Client, context, ui
 
 from actors import Budgets, Citation, ConversationTurn, Event, ExportLabels, trace_id_for
+from web.error_view import details_toggle, ended_sentence
 from web.i18n import Texts, when
 from web.live_answer import Gauge, LiveAnswer
 from web.safe_markdown import sanitize_html, to_html
@@ -215,9 +216,9 @@ class AnswerView:
             if self.state.trimmed:
                 ui.label(t("ask.trimmed", reason=self.state.trimmed)).classes("text-xs")
             if f.answer is None:
-                ui.label(
-                    t("ask.no_answer", reason=f.termination_reason, message=f.message)
-                ).classes("text-sm text-red-700").mark("no-answer")
+                said = ended_sentence(t, f.termination_reason, self.state.model_error)
+                ui.label(said).classes("text-sm text-red-700").mark("no-answer")
+                details_toggle(t, f"{f.termination_reason}: {f.message}")
             elif f.termination_reason not in ("finished", "clarification"):
                 ui.label(t("ask.under_limit", reason=f.termination_reason)).classes("text-sm")
             c = f.counters

@@ -72,6 +72,17 @@ def error_key(exc: BaseException) -> str:
     return key
 
 
+def ended_sentence(t: Texts, reason: str, model_error: str | None = None) -> str:
+    """Why a question ended without an answer, in the UI language: the chat error's own
+    sentence for a failed model call whose code is known, else the reason's."""
+    if reason == "model_error" and model_error:
+        key = f"error.chat_failed.{model_error}"
+        if key in TEXTS:
+            return t(key)
+    key = f"ended.{reason}"
+    return t(key if key in TEXTS else "ended.unknown")
+
+
 def error_sentence(t: Texts, exc: BaseException) -> str:
     """What happened and one thing to do, in the UI language, with the error's own figures."""
     key = error_key(exc)

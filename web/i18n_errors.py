@@ -402,4 +402,44 @@ ERROR_TEXTS: dict[str, tuple[str, str]] = {
         "settings points at an OpenAI-compatible API.",
         "{host} 的回应 Citewise 无法读取。请确认设置中的 Base URL 指向 OpenAI 兼容接口。",
     ),
+    # a question that ended without an answer, by its termination reason (a model_error says
+    # the chat error's own sentence, error.chat_failed.<code>, when its code is known)
+    "ended.budget": (
+        "The question used up its budget before an answer could be written. Ask a shorter "
+        "question, or raise the budgets in Settings.",
+        "这个问题在写出回答之前就用完了预算。请把问题问得短一些,或在“设置”中提高预算。",
+    ),
+    "ended.tool_call_limit": (
+        "The model looked things up as often as allowed without finishing. Ask a narrower "
+        "question, or raise the tool call limit in Settings.",
+        "模型已达到允许的查找次数,仍未完成回答。请把问题问得更具体,或在“设置”中提高工具调用次数上限。",
+    ),
+    "ended.protocol_error": (
+        "The model did not answer in the form Citewise expects. Ask again; if it keeps "
+        "happening, report it with this answer's trace.",
+        "模型没有按 Citewise 要求的格式作答。请重新提问;如果反复出现,请附上本次回答的追踪反馈。",
+    ),
+    "ended.model_error": (
+        "The chat model could not answer. Try again in a moment.",
+        "对话模型无法回答。请稍后重试。",
+    ),
+    "ended.cancelled": (
+        "Stopped. No answer was recorded; ask again when you are ready.",
+        "已停止。本次没有记录回答;准备好后可以重新提问。",
+    ),
+    "ended.internal_error": (
+        "Something went wrong inside Citewise while answering: this is a bug. Ask again; if "
+        "it happens again, report it with this answer's trace.",
+        "Citewise 在回答时内部出错:这是程序缺陷。请重新提问;"
+        "如果再次出现,请附上本次回答的追踪反馈。",
+    ),
+    "ended.collection_unavailable": (
+        "This collection cannot be searched right now. Open the library to check it (the "
+        "details say what is wrong).",
+        "此资料集暂时无法检索。请打开资料库检查(详情中说明了问题)。",
+    ),
+    "ended.unknown": (
+        "No answer was written. Ask again; the details say why.",
+        "没有写出回答。请重新提问;详情中说明了原因。",
+    ),
 }

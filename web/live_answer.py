@@ -69,6 +69,7 @@ class LiveAnswer:
     finalizing: str | None = None
     trimmed: str | None = None
     retractions: int = 0
+    model_error: str | None = None  # the code of the last failed model call's ChatError
     gauge: Gauge = field(init=False)
     evidence: Evidence = field(default_factory=Evidence)
     _numbers: MarkerNumbers = field(init=False)
@@ -92,6 +93,8 @@ class LiveAnswer:
             key = "ask.final_turn" if event.final else "ask.thinking"
             self.activity = Activity(key, {"turn": event.turn})
         elif isinstance(event, ModelCallFinished):
+            if not event.ok:
+                self.model_error = event.error_code
             if event.usage is not None:
                 self.gauge.used_tokens += event.usage.prompt_tokens + event.usage.completion_tokens
         elif isinstance(event, ToolCallStarted):

@@ -8,6 +8,7 @@ import importlib
 import pkgutil
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import get_args
 
 import pytest
@@ -26,10 +27,13 @@ from engine.errors import (
     UserError,
 )
 from engine.keycheck import CheckCode
+from tests.servers.page_server import html, serving
+from tests.web.conftest import service_for
 from tests.web.test_ask_page import eventually, found, texts_of
 from web.error_view import error_key, error_sentence, show_error
 from web.i18n import TEXTS, Texts
 from web.i18n_errors import ERROR_TEXTS
+from web.pages import register
 
 pytestmark = pytest.mark.anyio
 # What a sentence for a person never holds: a setting (section.key), a variable, a command,
@@ -130,3 +134,24 @@ async def test_a_bug_says_so_in_words_and_offers_retry_and_the_details(ui_user: 
     assert sentence == Texts("zh")("error.bug") and "KeyError" not in sentence
     assert [b.text for b in found(ui_user, "error-action")] == ["重试"]
     assert "KeyError: 'span_id'" in texts_of(ui_user, "error-details-text")[0]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+async def test_a_question_sent_to_a_website_says_what_is_wrong_in_the_ui_language(
+    ui_user: User,
+    home_copy: Path,
+    no_keys: None,
+    monkeypatch: pytest.MonkeyPatch,
+    lang: str,
+) -> None:
+    monkeypatch.setenv("CITEWISE_DEEPSEEK_API_KEY", "sk-error-view-0123456789")
+    with serving(html(403, b"<html><h1>403 Forbidden</h1></html>")) as served:
+        register(service_for(home_copy, chat={"base_url": served.url}, ui={"language": lang}))
+        await ui_user.open("/")
+        ui_user.find(marker="question-box").type("How do listeners run?")
+        ui_user.find(marker="ask-button").click()
+        await eventually(lambda: bool(found(ui_user, "no-answer")))
+    # Not "the key was refused": the address answered with a web page.
+    assert texts_of(ui_user, "no-answer") == [Texts(lang)("error.chat_failed.bad_request")]
+    details = texts_of(ui_user, "error-details-text")[-1]
+    assert details.startswith("model_error: ") and "web page (HTTP 403)" in details
