@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 # Still imported from here by actors/ingest.py.
 from engine.errors import ChunkError as ChunkError
-from engine.parsing.model import ParsedDocument, ParsedSection, unique_paths
+from engine.parsing.model import LineBox, ParsedDocument, ParsedSection, unique_paths
 from engine.tokens import TokenCounter
-from index.records import BlockRecord, DocumentRecord, SectionRecord
+from index.records import BlockRecord, DocumentRecord, PageRect, SectionRecord
 
 CHUNKER_VERSION = "chunk-1"
 FIRST_SENTENCE_MAX_CHARS = 200
@@ -102,6 +102,7 @@ class _Piece:
     page: int | None
     heading: bool
     whole: bool = True  # the whole paragraph, not a sentence or window of it
+    lines: tuple[LineBox, ...] = ()  # the printed lines this piece is on (PDF)
 
 
 @dataclass(slots=True)
@@ -109,6 +110,7 @@ class _Paragraph:
     text: str
     page: int | None
     heading: bool
+    lines: tuple[LineBox, ...] = ()
 
 
 def _collapse(text: str) -> str:
@@ -129,7 +131,7 @@ def _paragraphs(section: ParsedSection) -> list[_Paragraph]:
         text = p.text.strip()
         if text:
             heading = not out and _is_heading_line(text, section.title)
-            out.append(_Paragraph(text, p.page, heading))
+            out.append(_Paragraph(text, p.page, heading, p.lines))
     return out
 
 
@@ -253,6 +255,58 @@ def _exact_counts(blocks: list[list[_Piece]], texts: list[str], counter: TokenCo
     return exact
 
 
+def _lines_of(lines: tuple[LineBox, ...], length: int, begin: int, end: int) -> tuple[LineBox, ...]:
+    """The lines holding characters [begin, end) of a paragraph of `length` characters.
+
+    Line lengths come from the page and the paragraph's text may differ by a joined hyphen or
+    space per line, so offsets are scaled to the text; a line counts when it holds more than
+    one character of the range (a sentence ending just after a line break stays off it)."""
+    total = sum(line[4] for line in lines)
+    if not lines or total <= 0:
+        return ()
+    scale = length / total
+    chosen: list[LineBox] = []
+    best, best_overlap = lines[0], -1.0
+    at = 0.0
+    for line in lines:
+        lo, hi = at * scale, (at + line[4]) * scale
+        at += line[4]
+        overlap = min(hi, end) - max(lo, begin)
+        if overlap > 1.0:
+            chosen.append(line)
+        if overlap > best_overlap:
+            best, best_overlap = line, overlap
+    return tuple(chosen) or (best,)
+
+
+def _rects(pieces: list[_Piece]) -> tuple[PageRect, ...]:
+    """A block's rectangles, page by page in reading order: its lines, with lines of equal
+    left and right edges that follow each other merged (a justified paragraph is one box)."""
+    out: list[PageRect] = []
+    for piece in pieces:
+        if piece.page is None:
+            continue
+        for x0, y0, x1, y1, _ in piece.lines:
+            rect = (piece.page, x0, y0, x1, y1)
+            if out:
+                page, px0, py0, px1, py1 = out[-1]
+                if rect == out[-1] or (
+                    page == piece.page and px0 <= x0 and x1 <= px1 and py0 <= y0 and y1 <= py1
+                ):
+                    continue  # the same line (a paragraph cut mid-line into two pieces)
+                height = min(py1 - py0, y1 - y0)
+                if (
+                    page == piece.page
+                    and abs(px0 - x0) <= 1.0
+                    and abs(px1 - x1) <= 1.0
+                    and -0.5 * height <= y0 - py1 <= 0.6 * height
+                ):
+                    out[-1] = (page, min(px0, x0), py0, max(px1, x1), max(py1, y1))
+                    continue
+            out.append(rect)
+    return tuple(out)
+
+
 def _page_range(pieces: list[_Piece]) -> tuple[int | None, int | None]:
     pages = [p.page for p in pieces if p.page is not None]
     return (min(pages), max(pages)) if pages else (None, None)
@@ -311,10 +365,17 @@ def chunk_document(
         pieces: list[_Piece] = []
         for p in paragraphs:
             if number in starts:
+                at = 0
                 for text, tokens in _split_sentences(p.text, starts[number], target_tokens):
-                    pieces.append(_Piece(text, tokens, number, p.page, p.heading, whole=False))
+                    lines = _lines_of(p.lines, len(p.text), at, at + len(text))
+                    at += len(text)
+                    pieces.append(
+                        _Piece(text, tokens, number, p.page, p.heading, whole=False, lines=lines)
+                    )
             else:
-                pieces.append(_Piece(p.text, counts[number], number, p.page, p.heading))
+                pieces.append(
+                    _Piece(p.text, counts[number], number, p.page, p.heading, lines=p.lines)
+                )
             number += 1
         section_blocks.append(_pack(pieces, target_tokens))
 
@@ -337,6 +398,7 @@ def chunk_document(
                     tokens=exact[index],
                     page_start=page_start,
                     page_end=page_end,
+                    rects=_rects(pieces),
                 )
             )
             direct_blocks[ordinal] += 1
@@ -386,6 +448,7 @@ def chunk_document(
         lang=parsed.lang,
         format=parsed.format,
         pages=parsed.pages,
+        page_labels=parsed.page_labels,
         parser_version=parser_version,
         chunker_version=version,
         sections=tuple(sections),

@@ -1,13 +1,17 @@
-"""The block store of a snapshot: document metadata, block metadata, block text and folded text.
+"""The block store of a snapshot: document metadata, block metadata, block text and folded text,
+and where each PDF block is printed (rects.bin).
 
 Blocks are stored in document order, then block_index; a block's ordinal is its row. Files are
 written once by `write_block_store` and read through memory maps by `BlockStore`, which never
-reads a whole text file and never hands out arrays that view the maps.
+reads a whole text file and never hands out arrays that view the maps. rects.bin is optional:
+snapshots written before it existed open without it (their blocks have no rects), and an
+older build maps it without reading it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 from pathlib import Path
 from typing import NamedTuple
 
@@ -16,16 +20,21 @@ import numpy as np
 import numpy.typing as npt
 
 from index.fsutil import Mapped, write_new_file
-from index.records import BlockRecord, DocumentRecord, SectionRecord
+from index.records import BlockRecord, DocumentRecord, PageRect, SectionRecord
 from index.scan import block_starts, scan_form
 
 BLOCKS_META = "blocks.meta"
 TEXT_BIN = "text.bin"
 FOLDED_BIN = "folded.bin"
 DOCUMENTS = "documents.msgpack"
-FILES = (BLOCKS_META, TEXT_BIN, FOLDED_BIN, DOCUMENTS)
+RECTS = "rects.bin"
+FILES = (BLOCKS_META, TEXT_BIN, FOLDED_BIN, DOCUMENTS)  # every snapshot has these; RECTS optional
 
 DOCUMENTS_FORMAT = 1
+# rects.bin's own version, in its first field: a reader that does not know it ignores the rects
+# (the viewer then finds the block by its text) rather than refusing the snapshot. It appeared
+# after DOCUMENTS_FORMAT 1 without a bump: an added optional file, as an appended field is.
+RECTS_FORMAT = 1
 
 # Little-endian and packed, so the file reads the same on every platform.
 BLOCK_DTYPE = np.dtype(
@@ -42,6 +51,12 @@ BLOCK_DTYPE = np.dtype(
         ("folded_length", "<u4"),
     ]
 )
+
+# rects.bin: RECTS_HEADER, then n_blocks + 1 cumulative rect counts ("<u4"), then every block's
+# rects in ordinal order. Coordinates in tenths of a point (pages up to 6553.5 pt, 2.3 m).
+RECTS_HEADER = np.dtype([("format", "<u4"), ("blocks", "<u4")])
+RECT_DTYPE = np.dtype([("page", "<u4"), ("x0", "<u2"), ("y0", "<u2"), ("x1", "<u2"), ("y1", "<u2")])
+_TENTHS_MAX = 65535
 
 # Folded block texts are joined with NUL so a scan never matches across two blocks.
 FOLDED_SEPARATOR = b"\x00"
@@ -74,14 +89,17 @@ class _DocumentsFile(msgspec.Struct, kw_only=True):
     format_version: int = DOCUMENTS_FORMAT
     documents: tuple[DocumentInfo, ...] = ()
     block_ids: tuple[tuple[str, ...], ...] = ()  # parallel to documents, block_index order
+    # parallel to documents: printed page labels (PDF); () in files written before labels
+    page_labels: tuple[tuple[str, ...], ...] = ()
 
 
 class _LazyDocumentsFile(msgspec.Struct, kw_only=True):
-    """The same file with block ids left undecoded until a block of that document is read."""
+    """The same file with block ids and page labels left undecoded until they are read."""
 
     format_version: int = DOCUMENTS_FORMAT
     documents: tuple[DocumentInfo, ...] = ()
     block_ids: tuple[msgspec.Raw, ...] = ()
+    page_labels: tuple[msgspec.Raw, ...] = ()
 
 
 def ordered_blocks(doc: DocumentRecord) -> tuple[list[BlockRecord], list[int]]:
@@ -228,8 +246,13 @@ def write_block_store(
     meta["text_offset"] = np.cumsum(text_lengths) - text_lengths
     separators = np.arange(row, dtype=np.uint64) * len(FOLDED_SEPARATOR)
     meta["folded_offset"] = np.cumsum(folded_lengths) - folded_lengths + separators
-    documents_file = _DocumentsFile(documents=tuple(infos), block_ids=tuple(all_ids))
+    documents_file = _DocumentsFile(
+        documents=tuple(infos),
+        block_ids=tuple(all_ids),
+        page_labels=tuple(doc.page_labels for doc in documents),
+    )
     return {
+        RECTS: write_new_file(directory / RECTS, _rects_file(blocks)),
         BLOCKS_META: write_new_file(directory / BLOCKS_META, meta.tobytes()),
         TEXT_BIN: write_new_file(directory / TEXT_BIN, [b.text for b in blocks]),
         FOLDED_BIN: write_new_file(directory / FOLDED_BIN, FOLDED_SEPARATOR.join(folded_parts)),
@@ -237,6 +260,65 @@ def write_block_store(
             directory / DOCUMENTS, msgspec.msgpack.encode(documents_file, order="deterministic")
         ),
     }
+
+
+def _rects_file(blocks: Sequence[BlockLayout]) -> bytes:
+    """rects.bin for the blocks of every document, in ordinal order."""
+    ordered = [b for layout_ in blocks for b in layout_.blocks]
+    counts = np.fromiter((len(b.rects) for b in ordered), np.uint64, len(ordered))
+    offsets = np.zeros(len(ordered) + 1, dtype="<u4")
+    offsets[1:] = np.cumsum(counts)
+    rows = np.zeros(int(offsets[-1]), dtype=RECT_DTYPE)
+    flat = [r for b in ordered for r in b.rects]
+    if flat:
+        table = np.asarray(flat, dtype=np.float64)
+        rows["page"] = table[:, 0]
+        tenths = np.clip(np.rint(table[:, 1:] * 10), 0, _TENTHS_MAX)
+        for k, name in enumerate(("x0", "y0", "x1", "y1")):
+            rows[name] = tenths[:, k]
+    header = np.array([(RECTS_FORMAT, len(ordered))], dtype=RECTS_HEADER)
+    return header.tobytes() + offsets.tobytes() + rows.tobytes()
+
+
+class _Rects:
+    """The rects of every block, read from rects.bin's map; empty when the snapshot has none
+    or they are in a format this build does not know."""
+
+    def __init__(self, data: Mapped | None, n_blocks: int) -> None:
+        self.offsets: npt.NDArray[np.uint32] = np.zeros(0, dtype="<u4")
+        self.rows: npt.NDArray[np.void] = np.zeros(0, dtype=RECT_DTYPE)
+        if data is None or len(data) < RECTS_HEADER.itemsize:
+            return
+        header = np.frombuffer(data, dtype=RECTS_HEADER, count=1)[0]
+        if int(header["format"]) != RECTS_FORMAT:
+            return
+        if int(header["blocks"]) != n_blocks:
+            raise ValueError(f"{RECTS} is for {int(header['blocks'])} blocks, not {n_blocks}")
+        start = RECTS_HEADER.itemsize
+        self.offsets = np.frombuffer(data, dtype="<u4", count=n_blocks + 1, offset=start)
+        start += self.offsets.nbytes
+        if len(data) - start != int(self.offsets[-1]) * RECT_DTYPE.itemsize:
+            raise ValueError(f"{RECTS} does not hold the rects it counts")
+        self.rows = np.frombuffer(data, dtype=RECT_DTYPE, offset=start)
+
+    def of(self, start: int, end: int) -> list[tuple[PageRect, ...]]:
+        """The rects of blocks [start, end), one tuple per block (one pass over their rows)."""
+        if not len(self.offsets):
+            return [()] * (end - start)
+        bounds = self.offsets[start : end + 1].tolist()
+        rows = self.rows[bounds[0] : bounds[-1]]
+        flat = list(
+            zip(
+                rows["page"].tolist(),
+                (rows["x0"] / 10).tolist(),
+                (rows["y0"] / 10).tolist(),
+                (rows["x1"] / 10).tolist(),
+                (rows["y1"] / 10).tolist(),
+                strict=True,
+            )
+        )
+        base = bounds[0]
+        return [tuple(flat[lo - base : hi - base]) for lo, hi in pairwise(bounds)]
 
 
 _COMPARED = ("block_index", "section", "page_start", "page_end", "tokens", "text_length")
@@ -264,7 +346,14 @@ def _info(doc: DocumentRecord, block_start: int, block_count: int) -> DocumentIn
 class BlockStore:
     """Read side of the block store over memory maps; safe for concurrent readers."""
 
-    def __init__(self, meta: Mapped, text: Mapped, folded: Mapped, documents: bytes) -> None:
+    def __init__(
+        self,
+        meta: Mapped,
+        text: Mapped,
+        folded: Mapped,
+        documents: bytes,
+        rects: Mapped | None = None,
+    ) -> None:
         if len(meta) % BLOCK_DTYPE.itemsize:
             raise ValueError(f"{BLOCKS_META} is not a whole number of rows")
         decoded = msgspec.msgpack.decode(documents, type=_LazyDocumentsFile)
@@ -272,8 +361,11 @@ class BlockStore:
             raise ValueError(f"{DOCUMENTS} has format {decoded.format_version}")
         if len(decoded.block_ids) != len(decoded.documents):
             raise ValueError(f"{DOCUMENTS}: block ids do not match documents")
+        if decoded.page_labels and len(decoded.page_labels) != len(decoded.documents):
+            raise ValueError(f"{DOCUMENTS}: page labels do not match documents")
         self.documents: tuple[DocumentInfo, ...] = decoded.documents
         self._raw_ids = decoded.block_ids
+        self._raw_labels = decoded.page_labels
         self._ids: dict[int, tuple[str, ...]] = {}
         self._id_maps: dict[int, dict[str, int]] = {}
         self.meta: npt.NDArray[np.void] = np.frombuffer(meta, dtype=BLOCK_DTYPE)
@@ -285,10 +377,12 @@ class BlockStore:
             raise ValueError(f"{BLOCKS_META} has {self.n_blocks} rows, documents say {expected}")
         self._folded_starts: list[int] | None = None
         self._by_doc_id = {d.doc_id: i for i, d in enumerate(self.documents)}
+        self._rects = _Rects(rects, self.n_blocks)
 
     def release(self) -> None:
         """Drop every array that views the maps so they can be closed."""
         self.meta = np.zeros(0, dtype=BLOCK_DTYPE)
+        self._rects = _Rects(None, 0)
         self._folded_starts = None
         self.text = b""
         self.folded = b""
@@ -302,6 +396,22 @@ class BlockStore:
             ids = msgspec.msgpack.decode(self._raw_ids[doc], type=tuple[str, ...])
             self._ids[doc] = ids
         return ids
+
+    def page_labels(self, doc: int) -> tuple[str, ...]:
+        """The printed label of each page of document `doc`; () when it has none recorded."""
+        if not self._raw_labels:
+            return ()
+        labels: tuple[str, ...] = msgspec.msgpack.decode(
+            self._raw_labels[doc], type=tuple[str, ...]
+        )
+        return labels
+
+    def block_rects(self, ordinal: int) -> tuple[PageRect, ...]:
+        """Where block `ordinal` is printed; () for a block that is not from a PDF and for
+        snapshots written before rects were kept."""
+        if not 0 <= ordinal < self.n_blocks:
+            raise IndexError(f"block ordinal {ordinal} out of range 0..{self.n_blocks - 1}")
+        return self._rects.of(ordinal, ordinal + 1)[0]
 
     def block_ordinal(self, doc: int, block_id: str) -> int | None:
         """The ordinal of `block_id` in document `doc`, or None."""
@@ -329,8 +439,19 @@ class BlockStore:
                 tokens=tokens,
                 page_start=page_start or None,
                 page_end=page_end or None,
+                rects=rects,
             )
-            for block_index, block_id, section, start, end, tokens, page_start, page_end in zip(
+            for (
+                block_index,
+                block_id,
+                section,
+                start,
+                end,
+                tokens,
+                page_start,
+                page_end,
+                rects,
+            ) in zip(
                 rows["block_index"].tolist(),
                 self.block_ids(doc),
                 rows["section"].tolist(),
@@ -339,6 +460,7 @@ class BlockStore:
                 rows["tokens"].tolist(),
                 rows["page_start"].tolist(),
                 rows["page_end"].tolist(),
+                self._rects.of(info.block_start, info.block_start + info.block_count),
                 strict=True,
             )
         )

@@ -33,6 +33,11 @@ class SectionRecord(msgspec.Struct, frozen=True, kw_only=True):
     page: int | None = None  # 1-based physical page where the section starts (PDF)
 
 
+# Where a block is printed: (1-based page, x0, y0, x1, y1) in PDF points from the page's top
+# left, to 0.1 pt; consecutive lines of the same width merged into one rectangle.
+PageRect = tuple[int, float, float, float, float]
+
+
 class BlockRecord(msgspec.Struct, frozen=True, kw_only=True):
     """One chunk of a document: never crosses a section boundary."""
 
@@ -43,6 +48,9 @@ class BlockRecord(msgspec.Struct, frozen=True, kw_only=True):
     tokens: int  # DeepSeek tokenizer count of `text`
     page_start: int | None = None  # 1-based physical pages (PDF only)
     page_end: int | None = None
+    rects: tuple[
+        PageRect, ...
+    ] = ()  # PDF: the block's lines on its pages; () before they were kept
 
 
 class DocumentRecord(msgspec.Struct, frozen=True, kw_only=True):
@@ -62,6 +70,7 @@ class DocumentRecord(msgspec.Struct, frozen=True, kw_only=True):
     chunker_version: str = ""
     sections: tuple[SectionRecord, ...] = ()
     blocks: tuple[BlockRecord, ...] = ()
+    page_labels: tuple[str, ...] = ()  # PDF: printed label of each page ("iv", "40"), () if none
 
 
 class FailedDocument(msgspec.Struct, frozen=True, kw_only=True):

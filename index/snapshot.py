@@ -37,6 +37,7 @@ from index.records import (
     SNAPSHOT_FORMAT,
     DocumentRecord,
     ManifestDocument,
+    PageRect,
     SnapshotManifest,
 )
 from index.scan import scan as scan_folded
@@ -459,6 +460,7 @@ class Snapshot:
             m[blockstore.TEXT_BIN],
             m[blockstore.FOLDED_BIN],
             (d / blockstore.DOCUMENTS).read_bytes(),
+            m.get(blockstore.RECTS),
         )
         if self._blocks.n_blocks != h.n_blocks or len(self._blocks.documents) != h.n_documents:
             raise ValueError("block store does not match the header")
@@ -553,7 +555,17 @@ class Snapshot:
             chunker_version=info.chunker_version,
             sections=tuple(info.sections),
             blocks=store.block_records(doc),
+            page_labels=store.page_labels(doc),
         )
+
+    def block_rects(self, ordinal: int) -> tuple[PageRect, ...]:
+        """Where the block is printed in its PDF: (page, x0, y0, x1, y1) in points; () when
+        it is not from a PDF or the snapshot was built before rects were kept."""
+        return self._store().block_rects(ordinal)
+
+    def page_labels(self, doc: int) -> tuple[str, ...]:
+        """Document `doc`'s printed page labels by page index; () when it has none."""
+        return self._store().page_labels(doc)
 
     def block_sections(self, start: int = 0, end: int | None = None) -> npt.NDArray[np.int64]:
         """Section ordinal (within its document) of each block in ordinals [start, end), copied."""

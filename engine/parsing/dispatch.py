@@ -33,7 +33,7 @@ FORMAT_BY_SUFFIX: dict[str, str] = {
 }
 SUPPORTED_SUFFIXES: frozenset[str] = frozenset(FORMAT_BY_SUFFIX)
 PARSER_VERSIONS: dict[str, str] = {
-    "pdf": "pdf-2",
+    "pdf": "pdf-3",  # pdf-3: line boxes and page labels
     "epub": "epub-1",
     "docx": "docx-1",
     "html": "html-1",

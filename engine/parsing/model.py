@@ -13,9 +13,15 @@ from engine.errors import ParseError
 PATH_SEPARATOR = " / "
 
 
+# A printed line of a PDF paragraph: its box on the paragraph's page (x0, y0, x1, y1 in
+# points, origin top left) and how many characters of the paragraph it holds.
+LineBox = tuple[float, float, float, float, int]
+
+
 class Paragraph(msgspec.Struct, frozen=True):
     text: str
     page: int | None = None  # 1-based physical page (PDF), None elsewhere
+    lines: tuple[LineBox, ...] = ()  # PDF: where the paragraph is printed on `page`
 
 
 class ParsedSection(msgspec.Struct, frozen=True, kw_only=True):
@@ -31,6 +37,7 @@ class ParsedDocument(msgspec.Struct, frozen=True, kw_only=True):
     format: str  # pdf | epub | docx | html | markdown | text
     sections: tuple[ParsedSection, ...]  # document order; never empty
     pages: int | None = None
+    page_labels: tuple[str, ...] = ()  # PDF: the printed label of each page, () when it has none
 
 
 def unexpected_failure(exc: Exception) -> ParseError:

@@ -27,7 +27,7 @@ from engine.gc_pause import gc_paused
 from engine.parsing.lang import detect_lang
 from engine.parsing.limits import ParseLimits
 from engine.parsing.lines import clean_text, glue, join_lines, short_title
-from engine.parsing.model import ParsedDocument, unexpected_failure
+from engine.parsing.model import LineBox, ParsedDocument, unexpected_failure
 from engine.parsing.sections import SectionBuilder
 
 _mupdf: Any = pymupdf  # pymupdf ships without type hints
@@ -451,17 +451,28 @@ def _breaks(prev: _Row, cur: _Row, first: _Row, right: float) -> bool:
     return ends and prev.x1 < right - 2 * prev.size
 
 
+def _boxes(rows: list[_Row]) -> tuple[LineBox, ...]:
+    """Where rows are printed, to 0.1 pt, with the characters each holds (for a paragraph cut
+    into several blocks: each block then marks its own lines)."""
+    return tuple(
+        (round(r.x0, 1), round(r.y0, 1), round(r.x1, 1), round(r.y1, 1), len(r.text) + 1)
+        for r in rows
+    )
+
+
 def _emit_rows(rows: list[_Row], page: int, right: float, builder: SectionBuilder) -> None:
     group: list[_Row] = []
 
     def flush() -> None:
         if group:
+            lines = _boxes(group)
             if group[0].mono:
-                builder.paragraph("\n".join(r.text for r in group), page, preformatted=True)
-            elif len(group) == 1:
-                builder.paragraph(group[0].text, page)  # rows are stripped: nothing to join
+                text = "\n".join(r.text for r in group)
+                builder.paragraph(text, page, preformatted=True, lines=lines)
+            elif len(group) == 1:  # rows are stripped: nothing to join
+                builder.paragraph(group[0].text, page, lines=lines)
             else:
-                builder.paragraph(join_lines([r.text for r in group]), page)
+                builder.paragraph(join_lines([r.text for r in group]), page, lines=lines)
             group.clear()
 
     for row in rows:
@@ -551,6 +562,19 @@ def _checked_page_count(doc: Any, path: Path, limits: ParseLimits) -> int:
     return page_count
 
 
+def _page_labels(doc: Any) -> tuple[str, ...]:
+    """The printed label of every page ("iv", "40"), () when the PDF defines none (or a
+    damaged label tree: the viewer then shows physical page numbers only)."""
+    try:
+        rules = doc._get_page_labels()  # read once; pymupdf's page.get_label() reads per page
+        if not rules:
+            return ()
+        label_of = _mupdf.utils.get_label_pno
+        return tuple(str(label_of(p, rules)) for p in range(doc.page_count))
+    except Exception:
+        return ()
+
+
 def parse_pdf(path: Path, limits: ParseLimits) -> ParsedDocument:
     doc = _open(path)
     try:
@@ -558,9 +582,10 @@ def parse_pdf(path: Path, limits: ParseLimits) -> ParsedDocument:
         with _extracting():
             raw_pages = [[_Row(*row) for row in _page_rows(page)] for page in doc]
         outline, meta_title = _outline(doc), _meta_title(doc)
+        labels = _page_labels(doc)
     finally:
         doc.close()
-    return _assemble(path, limits, page_count, raw_pages, outline, meta_title)
+    return _assemble(path, limits, page_count, raw_pages, outline, meta_title, labels)
 
 
 def _assemble(
@@ -570,6 +595,7 @@ def _assemble(
     raw_pages: list[list[_Row]],
     outline: list[list[Any]],
     meta_title: str,
+    page_labels: tuple[str, ...] = (),
 ) -> ParsedDocument:
     """The document from every page's rows: furniture, outline or font headings, paragraphs.
 
@@ -607,7 +633,8 @@ def _assemble(
             _emit_rows(rows[at:row], p + 1, right, builder)
             heading_rows = rows[row : row + split.rows]
             text = join_lines([r.text for r in heading_rows]) if heading_rows else None
-            builder.heading(split.title, split.depth, text=text, page=p + 1)
+            lines = _boxes(heading_rows)
+            builder.heading(split.title, split.depth, text=text, page=p + 1, lines=lines)
             at = max(at, row + len(heading_rows))
         _emit_rows(rows[at:], p + 1, right, builder)
     title = meta_title or builder.first_heading or path.stem
@@ -618,6 +645,7 @@ def _assemble(
         format="pdf",
         sections=sections,
         pages=page_count,
+        page_labels=page_labels if len(page_labels) == page_count else (),
     )
 
 
@@ -642,6 +670,7 @@ class PdfPlan(msgspec.Struct, frozen=True, kw_only=True):
     ranges: list[tuple[int, int]]  # [start, end), 0-based, in order, covering every page
     outline: list[list[Any]]  # [level, title, page] as pymupdf gives it
     meta_title: str
+    page_labels: tuple[str, ...] = ()  # the printed label of every page, () when none
 
 
 class PdfPart(msgspec.Struct, frozen=True, kw_only=True):
@@ -673,6 +702,7 @@ def plan_pdf(
         if page_count < 2 * pages_per_part:
             return None
         outline, meta_title = _outline(doc), _meta_title(doc)
+        labels = _page_labels(doc)
     except Exception:
         return None
     finally:
@@ -684,6 +714,7 @@ def plan_pdf(
         ranges=list(pairwise(page_count * k // parts for k in range(parts + 1))),
         outline=outline,
         meta_title=meta_title,
+        page_labels=labels,
     )
 
 
@@ -723,7 +754,13 @@ def assemble_pdf(
     raw_pages = [[_Row(*row) for row in rows] for part in ordered for rows in part.pages]
     try:
         return _assemble(
-            Path(path), limits, plan.page_count, raw_pages, plan.outline, plan.meta_title
+            Path(path),
+            limits,
+            plan.page_count,
+            raw_pages,
+            plan.outline,
+            plan.meta_title,
+            plan.page_labels,
         )
     except ParseError:
         raise

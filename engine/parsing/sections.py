@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from engine.errors import ParseError
 from engine.parsing.lines import clean_text, short_title, tidy_block
-from engine.parsing.model import Paragraph, ParsedSection
+from engine.parsing.model import LineBox, Paragraph, ParsedSection
 
 
 class SectionBuilder:
@@ -21,7 +21,12 @@ class SectionBuilder:
         self.first_heading: str | None = None
 
     def heading(
-        self, title: str, depth: int, text: str | None = None, page: int | None = None
+        self,
+        title: str,
+        depth: int,
+        text: str | None = None,
+        page: int | None = None,
+        lines: tuple[LineBox, ...] = (),
     ) -> bool:
         """Start a section. `text` is the heading as it reads in the body (defaults to the
         title). Returns False, adding nothing, when the title is blank."""
@@ -35,18 +40,25 @@ class SectionBuilder:
                 "Citewise can import; split it into smaller files and import those.",
             )
         body = " ".join(clean_text(text).split()).rstrip("¶ ") if text is not None else ""
-        self._paragraphs = [Paragraph(body or clean, page)]
+        self._paragraphs = [Paragraph(body or clean, page, lines if body else ())]
         self._sections.append((clean, max(1, depth), page, self._paragraphs))
         if self.first_heading is None:
             self.first_heading = clean
         return True
 
-    def paragraph(self, text: str, page: int | None = None, preformatted: bool = False) -> None:
-        """Add a paragraph to the current section; blank text is ignored."""
+    def paragraph(
+        self,
+        text: str,
+        page: int | None = None,
+        preformatted: bool = False,
+        lines: tuple[LineBox, ...] = (),
+    ) -> None:
+        """Add a paragraph to the current section; blank text is ignored. `lines` are where
+        it is printed (PDF)."""
         clean = clean_text(text)
         clean = tidy_block(clean) if preformatted else clean.strip()
         if clean:
-            self._paragraphs.append(Paragraph(clean, page))
+            self._paragraphs.append(Paragraph(clean, page, lines))
 
     @property
     def section_count(self) -> int:
