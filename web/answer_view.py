@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from nicegui import Client, context, ui
 
 from actors import Budgets, Citation, ConversationTurn, Event, ExportLabels, trace_id_for
-from web.error_view import details_toggle, ended_sentence
+from web.error_view import details_toggle, ended_sentence, reason_words
 from web.i18n import Texts, when
 from web.live_answer import Gauge, LiveAnswer
 from web.safe_markdown import sanitize_html, to_html
@@ -220,7 +220,9 @@ class AnswerView:
                 ui.label(said).classes("text-sm text-red-700").mark("no-answer")
                 details_toggle(t, f"{f.termination_reason}: {f.message}")
             elif f.termination_reason not in ("finished", "clarification"):
-                ui.label(t("ask.under_limit", reason=f.termination_reason)).classes("text-sm")
+                ui.label(
+                    t("ask.under_limit", reason=reason_words(t, f.termination_reason))
+                ).classes("text-sm")
             c = f.counters
             summary_line(t, c.agent_turns, c.tool_calls, c.used_tokens, f.cost, f.currency)
             trace_link(t, trace_id_for(f.request_id))
@@ -291,9 +293,9 @@ def past_turn(
     with ui.card().classes("w-full gap-2 cw-answer").mark("answer-card"):
         ui.label(turn.question).classes("font-medium text-slate-700").mark("question")
         if answer is None:
-            ui.label(t("ask.no_answer_recorded", reason=turn.termination_reason)).classes(
-                "text-sm text-red-700"
-            ).mark("no-answer")
+            ui.label(
+                t("ask.no_answer_recorded", reason=reason_words(t, turn.termination_reason))
+            ).classes("text-sm text-red-700").mark("no-answer")
         else:
             markdown_html(answer).mark("answer")
         with ui.column().classes("w-full gap-1"):

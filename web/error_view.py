@@ -72,6 +72,12 @@ def error_key(exc: BaseException) -> str:
     return key
 
 
+def reason_words(t: Texts, reason: str) -> str:
+    """A termination reason (budget, tool_call_limit…) in words; an unknown one as it is."""
+    key = f"tr.reason.{reason}"
+    return t(key) if key in TEXTS else reason
+
+
 def ended_sentence(t: Texts, reason: str, model_error: str | None = None) -> str:
     """Why a question ended without an answer, in the UI language: the chat error's own
     sentence for a failed model call whose code is known, else the reason's."""

@@ -26,11 +26,12 @@ from engine.errors import (
     EmbeddingErrorCode,
     UserError,
 )
+from engine.harness.events import TerminationReason
 from engine.keycheck import CheckCode
 from tests.servers.page_server import html, serving
 from tests.web.conftest import service_for
 from tests.web.test_ask_page import eventually, found, texts_of
-from web.error_view import error_key, error_sentence, show_error
+from web.error_view import ended_sentence, error_key, error_sentence, reason_words, show_error
 from web.i18n import TEXTS, Texts
 from web.i18n_errors import ERROR_TEXTS
 from web.pages import register
@@ -155,3 +156,15 @@ async def test_a_question_sent_to_a_website_says_what_is_wrong_in_the_ui_languag
     assert texts_of(ui_user, "no-answer") == [Texts(lang)("error.chat_failed.bad_request")]
     details = texts_of(ui_user, "error-details-text")[-1]
     assert details.startswith("model_error: ") and "web page (HTTP 403)" in details
+
+
+def test_a_termination_reason_reads_as_words_and_every_reason_has_its_sentence() -> None:
+    zh = Texts("zh")
+    assert reason_words(zh, "budget") == "预算用尽"
+    assert reason_words(zh, "something_new") == "something_new"
+    reasons = get_args(TerminationReason)
+    assert [r for r in reasons if f"tr.reason.{r}" not in TEXTS] == []
+    unanswered = set(reasons) - {"finished", "clarification"}
+    assert [r for r in sorted(unanswered) if f"ended.{r}" not in TEXTS] == []
+    assert ended_sentence(zh, "model_error", "unauthorized") == zh("error.chat_failed.unauthorized")
+    assert ended_sentence(zh, "model_error", None) == zh("ended.model_error")
