@@ -37,7 +37,8 @@ from index.textnorm import fold
 FailureType = Literal[
     "no_answer",  # the request ended without an answer (termination_reason says why)
     "clarification",  # asked the user to clarify a gold question, which is unambiguous
-    "invalid_citation",  # a citation the harness flagged (never returned, malformed, gone)
+    "invalid_citation",  # a citation the harness flagged (never returned or only located by
+    # scan_term, malformed, gone)
     "evidence_not_cited",  # no valid cited block holds a gold quote (per evidence document)
     "fact_missing",  # an answer_must_include fact is absent (no variant present)
     "section_missing",  # a coverage answer does not name every expected section
@@ -309,8 +310,15 @@ def check_run(item: GoldItem, run: RunRecord, snapshot: Snapshot) -> AnswerCheck
             if not declines(answer):
                 fail("not_declined", "does not say the documents do not cover it")
         else:
-            if invalid:
-                fail("invalid_citation", f"unverifiable citation(s): {', '.join(invalid)}")
+            located = [c.citation for c in run.citations if c.located_not_read]
+            unverified = [c for c in invalid if c not in located]
+            if unverified:
+                fail("invalid_citation", f"unverifiable citation(s): {', '.join(unverified)}")
+            if located:
+                fail(
+                    "invalid_citation",
+                    f"cites block(s) only located by scan_term, never read: {', '.join(located)}",
+                )
             if item.evidence:
                 layer = evidence_layer(item, run, snapshot)
                 uncited = _uncited_documents(item, run, snapshot)

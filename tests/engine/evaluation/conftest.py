@@ -100,6 +100,7 @@ def run(
     cost: float = 0.0,
     tokens: int = 0,
     returned: Sequence[str] = (),
+    located: Sequence[str] = (),
     refused: Sequence[str] = (),
     finalized: str | None = None,
     tools: bool = True,
@@ -111,6 +112,9 @@ def run(
     for citation in returned:
         doc_id, _, block_id = citation.partition("#")
         evidence.add(doc_id, block_id, "search_blocks")
+    for citation in located:
+        doc_id, _, block_id = citation.partition("#")
+        evidence.add_located(doc_id, block_id, "scan_term")
     return RunRecord(
         question_id=question,
         run=number,

@@ -41,6 +41,16 @@ def test_citing_a_block_that_was_never_returned_fails_even_when_it_holds_the_quo
     assert check.evidence_layer == "not_retrieved"
 
 
+def test_citing_a_block_seen_only_as_a_scan_hit_fails_as_located_not_read(
+    snapshot: Snapshot,
+) -> None:
+    cite = citation_of(snapshot, QUOTE)
+    answer = f"10 listeners; it finds a memory leak.【来源:{cite}】"
+    check = check_run(item(), run(snapshot, answer, located=[cite]), snapshot)
+    assert check.failures == ("invalid_citation", "evidence_not_cited")
+    assert "only located by scan_term, never read" in check.details[0]
+
+
 @pytest.mark.parametrize(
     ("seen", "refused", "tools", "layer"),
     [
