@@ -216,7 +216,10 @@ class AnswerView:
             if self.state.trimmed:
                 ui.label(t("ask.trimmed", reason=self.state.trimmed)).classes("text-xs")
             if f.answer is None:
-                said = ended_sentence(t, f.termination_reason, self.state.model_error)
+                state = self.state
+                said = ended_sentence(
+                    t, f.termination_reason, state.model_error, state.model_error_cause
+                )
                 ui.label(said).classes("text-sm text-red-700").mark("no-answer")
                 details_toggle(t, f"{f.termination_reason}: {f.message}")
             elif f.termination_reason not in ("finished", "clarification"):

@@ -78,13 +78,14 @@ def reason_words(t: Texts, reason: str) -> str:
     return t(key) if key in TEXTS else reason
 
 
-def ended_sentence(t: Texts, reason: str, model_error: str | None = None) -> str:
+def ended_sentence(t: Texts, reason: str, model_error: str | None = None, cause: str = "") -> str:
     """Why a question ended without an answer, in the UI language: the chat error's own
-    sentence for a failed model call whose code is known, else the reason's."""
+    sentence (by code, then cause) for a failed model call whose code is known, else the
+    reason's."""
     if reason == "model_error" and model_error:
         key = f"error.chat_failed.{model_error}"
         if key in TEXTS:
-            return t(key)
+            return t(f"{key}.{cause}" if f"{key}.{cause}" in TEXTS else key)
     key = f"ended.{reason}"
     return t(key if key in TEXTS else "ended.unknown")
 

@@ -70,6 +70,7 @@ class LiveAnswer:
     trimmed: str | None = None
     retractions: int = 0
     model_error: str | None = None  # the code of the last failed model call's ChatError
+    model_error_cause: str = ""  # and its cause (a web page, TLS…)
     gauge: Gauge = field(init=False)
     evidence: Evidence = field(default_factory=Evidence)
     _numbers: MarkerNumbers = field(init=False)
@@ -94,7 +95,7 @@ class LiveAnswer:
             self.activity = Activity(key, {"turn": event.turn})
         elif isinstance(event, ModelCallFinished):
             if not event.ok:
-                self.model_error = event.error_code
+                self.model_error, self.model_error_cause = event.error_code, event.error_cause
             if event.usage is not None:
                 self.gauge.used_tokens += event.usage.prompt_tokens + event.usage.completion_tokens
         elif isinstance(event, ToolCallStarted):

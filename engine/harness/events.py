@@ -82,6 +82,7 @@ class ModelCallFinished(_Event, frozen=True, kw_only=True, tag="model_call_finis
     error_code: str | None = None
     error_message: str | None = None
     will_retry: bool = False
+    error_cause: str = ""  # the ChatError's cause (tls, not_json…), for the person's sentence
 
 
 class AnswerDelta(_Event, frozen=True, kw_only=True, tag="answer_delta"):

@@ -414,6 +414,7 @@ async def _model_call(
             reply=streamer.text,
             error_code=exc.code,
             error_message=exc.message,
+            error_cause=exc.cause,
             will_retry=exc.retryable and attempt < run.deps.limits.model_attempts,
         )
         return exc

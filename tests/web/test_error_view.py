@@ -153,7 +153,7 @@ async def test_a_question_sent_to_a_website_says_what_is_wrong_in_the_ui_languag
         ui_user.find(marker="ask-button").click()
         await eventually(lambda: bool(found(ui_user, "no-answer")))
     # Not "the key was refused": the address answered with a web page.
-    assert texts_of(ui_user, "no-answer") == [Texts(lang)("error.chat_failed.bad_request")]
+    assert texts_of(ui_user, "no-answer") == [Texts(lang)("error.chat_failed.bad_request.not_json")]
     details = texts_of(ui_user, "error-details-text")[-1]
     assert details.startswith("model_error: ") and "web page (HTTP 403)" in details
 
@@ -168,3 +168,5 @@ def test_a_termination_reason_reads_as_words_and_every_reason_has_its_sentence()
     assert [r for r in sorted(unanswered) if f"ended.{r}" not in TEXTS] == []
     assert ended_sentence(zh, "model_error", "unauthorized") == zh("error.chat_failed.unauthorized")
     assert ended_sentence(zh, "model_error", None) == zh("ended.model_error")
+    tls = ended_sentence(zh, "model_error", "connection", "tls")
+    assert tls == zh("error.chat_failed.connection.tls")
