@@ -89,8 +89,9 @@ def _progress_detail(p: ImportProgress) -> str:
         parts[0] += f" ({p.documents_failed} failed)"
     if p.pages_total:
         parts.append(f"{p.pages:,}/{p.pages_total:,} pages read")
-    parts.append(f"{p.blocks_embedded:,}/{p.blocks_to_embed:,} blocks embedded")
-    parts.append(f"{p.embedding_tokens:,} emb tokens")
+    if p.blocks_to_embed or len(parts) == 1:  # no "0/0 blocks" before any is chunked
+        parts.append(f"{p.blocks_embedded:,}/{p.blocks_to_embed:,} blocks embedded")
+        parts.append(f"{p.embedding_tokens:,} emb tokens")
     return " · ".join(parts)
 
 
