@@ -15,7 +15,13 @@ from collections.abc import Awaitable, Callable
 from nicegui import Client, context, ui
 
 from actors import Budgets, Citation, ConversationTurn, Event, ExportLabels, trace_id_for
-from web.error_view import details_toggle, ended_sentence, reason_words
+from web.error_view import (
+    details_toggle,
+    ended_action,
+    ended_sentence,
+    go_button,
+    reason_words,
+)
 from web.i18n import Texts, when
 from web.live_answer import Gauge, LiveAnswer
 from web.safe_markdown import sanitize_html, to_html
@@ -221,6 +227,9 @@ class AnswerView:
                     t, f.termination_reason, state.model_error, state.model_error_cause
                 )
                 ui.label(said).classes("text-sm text-red-700").mark("no-answer")
+                go = ended_action(f.termination_reason, state.model_error)
+                if go is not None:
+                    go_button(t, go)
                 details_toggle(t, f"{f.termination_reason}: {f.message}")
             elif f.termination_reason not in ("finished", "clarification"):
                 ui.label(

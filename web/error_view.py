@@ -131,6 +131,27 @@ def error_action(exc: BaseException, *, can_retry: bool) -> Action | None:
     return None
 
 
+def go_button(t: Texts, action: Literal["settings", "library"]) -> ui.button:
+    """The button that takes the person where the sentence says to go."""
+    path = ACTION_PATHS[action]
+    return (
+        ui.button(t(_ACTION_LABELS[action]), on_click=lambda: ui.navigate.to(path))
+        .props("outline dense no-caps")
+        .mark("error-action")
+    )
+
+
+def ended_action(reason: str, model_error: str | None) -> Literal["settings", "library"] | None:
+    """Where to go about a question that ended without an answer, if anywhere helps."""
+    if reason == "model_error" and model_error in _PROVIDER_SETTINGS_CODES:
+        return "settings"
+    if reason in ("budget", "tool_call_limit"):
+        return "settings"
+    if reason == "collection_unavailable":
+        return "library"
+    return None
+
+
 def details_toggle(t: Texts, text: str) -> ui.expansion:
     """The "details" toggle: closed, with the technical text in monospace inside."""
     with (
@@ -172,11 +193,8 @@ def error_panel(
             ui.button(t("error.retry"), icon="refresh", on_click=again).props(
                 "outline dense no-caps"
             ).mark("error-action")
-        elif action is not None:
-            path = ACTION_PATHS[action]
-            ui.button(t(_ACTION_LABELS[action]), on_click=lambda: ui.navigate.to(path)).props(
-                "outline dense no-caps"
-            ).mark("error-action")
+        elif action == "settings" or action == "library":
+            go_button(t, action)
         if close is not None:
             ui.button(t("error.close"), on_click=close).props("flat dense no-caps").mark(
                 "error-close"

@@ -156,6 +156,7 @@ async def test_a_question_sent_to_a_website_says_what_is_wrong_in_the_ui_languag
     assert texts_of(ui_user, "no-answer") == [Texts(lang)("error.chat_failed.bad_request.not_json")]
     details = texts_of(ui_user, "error-details-text")[-1]
     assert details.startswith("model_error: ") and "web page (HTTP 403)" in details
+    assert [b.text for b in found(ui_user, "error-action")] == [Texts(lang)("error.open_settings")]
 
 
 def test_a_termination_reason_reads_as_words_and_every_reason_has_its_sentence() -> None:
