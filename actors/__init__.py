@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # the same names, for type checkers
     from actors.ingest import ImportProgress, ImportResult
     from actors.jobs import AskRun, ImportJob, JobState
     from actors.settings import settings_at
-    from actors.source_view import SOURCE_RADIUS, SourceBlock, SourceView
+    from actors.source_view import SOURCE_RADIUS, PageImage, SourceBlock, SourceView
     from actors.spending import SpendingTotals
     from actors.trace_writer import WriterHealth
     from actors.tracing import trace_document
@@ -118,7 +118,10 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "ImportProgress": ("actors.ingest", "ImportProgress"),
     "ImportResult": ("actors.ingest", "ImportResult"),
     **{n: ("actors.jobs", n) for n in ("AskRun", "ImportJob", "JobState")},
-    **{n: ("actors.source_view", n) for n in ("SOURCE_RADIUS", "SourceBlock", "SourceView")},
+    **{
+        n: ("actors.source_view", n)
+        for n in ("SOURCE_RADIUS", "PageImage", "SourceBlock", "SourceView")
+    },
     "SpendingCapReached": ("actors.errors", "SpendingCapReached"),
     "SpendingTotals": ("actors.spending", "SpendingTotals"),
     "WriterHealth": ("actors.trace_writer", "WriterHealth"),
@@ -264,6 +267,7 @@ __all__ = [  # the public surface; tests/test_exports.py keeps it equal to _EXPO
     "MarkerNumbers",
     "ModelCallFinished",
     "OutlineEntry",
+    "PageImage",
     "PromptBundle",
     "PromptBundleError",
     "ProtocolErrorSeen",

@@ -72,14 +72,14 @@ from engine.secrets import (
 from engine.tokens import TokenCounter
 from engine.tools import NO_SNAPSHOT, ToolContext, ToolOutcome, UnknownTool, run_tool
 from engine.writer_lock import writer_active, writer_lock
-from index.records import SnapshotManifest
+from index.records import PageRect, SnapshotManifest
 from index.snapshot import VerifyResult, verify_snapshot
 
 if TYPE_CHECKING:
     from actors.answer_export import ExportLabels, ExportOptions
     from actors.conversations import ConversationSummary, ConversationTurn
     from actors.jobs import AskRun, ImportJob
-    from actors.source_view import SourceReader, SourceView
+    from actors.source_view import PageImage, SourceReader, SourceView
     from actors.spending import SpendingTotals
     from actors.trace_writer import TraceWriter, WriterHealth
     from engine.trace import (
@@ -679,9 +679,12 @@ class App:
             doc_id, block_id, snapshot_id=snapshot_id, collection=collection
         )
 
-    async def render_pdf_page(self, path: str, page: int, highlight: Sequence[str] = ()) -> bytes:
-        """PNG of a 1-based page of the PDF, with the text of `highlight` marked."""
-        return await self._source_reader().render_pdf_page(path, page, highlight)
+    async def render_pdf_page(
+        self, path: str, page: int, highlight: Sequence[str] = (), rects: Sequence[PageRect] = ()
+    ) -> PageImage:
+        """A 1-based page of the PDF with the block's `rects` (or else the text of
+        `highlight`) marked."""
+        return await self._source_reader().render_pdf_page(path, page, highlight, rects)
 
     # -- questions and conversations ---------------------------------------------------------
     def ask(

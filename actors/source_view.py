@@ -1,6 +1,7 @@
-"""The source viewer's data: a cited block among its section's neighbours, read from the
-snapshot the answer used, and for PDFs the page drawn from the original file with the block
-marked — only when that file is still where it was imported from and unchanged (same hash).
+"""The source viewer's data: a cited block among its neighbours in the document, read from the
+snapshot the answer used, and for PDFs any page drawn from the original file with the block's
+printed lines marked (found by their text for snapshots built before lines were kept) — only
+when that file is still where it was imported from and unchanged (same hash).
 
 Read-only: it never writes a document, a snapshot or the original file.
 """
@@ -19,10 +20,15 @@ from actors.app import App
 from actors.errors import AppError
 from actors.origins import Origins
 from index.fsutil import file_sha256
+from index.records import PageRect
 from index.snapshot import Snapshot
 
-SOURCE_RADIUS = 3  # neighbouring blocks of the same section shown around a cited block
-PDF_ZOOM = 1.6
+SOURCE_RADIUS = 4  # neighbouring blocks of the document shown on each side of a cited block
+# Pixels per point of a drawn page: an A4 page is 1191 × 1684 px, sharp in the viewer up to
+# about twice its fitted size (a text page takes ~0.1 s to draw and encode at this scale).
+PDF_ZOOM = 2.0
+_TEXT_MARKS_MAX = 20  # marks found by text search per fragment (a common phrase repeats)
+_MARK_FILL = (1.0, 0.85, 0.0)
 
 
 class SourceBlock(msgspec.Struct, frozen=True, kw_only=True):
@@ -31,6 +37,7 @@ class SourceBlock(msgspec.Struct, frozen=True, kw_only=True):
     cited: bool
     page_start: int | None = None
     page_end: int | None = None
+    section: str = ""  # the path of the block's section
 
 
 PdfProblem = Literal["unknown", "moved", "changed"]
@@ -51,6 +58,31 @@ class SourceView(msgspec.Struct, frozen=True, kw_only=True):
     pdf_path: str | None = None  # the original PDF, found and unchanged since the import
     pdf_problem: PdfProblem | None = None  # why there is no pdf_path for a PDF
     pdf_origin: str = ""  # where the file was imported from, when that is known
+    doc_id: str = ""
+    block_id: str = ""  # the cited block
+    pages: int | None = None  # the PDF's page count
+    page_labels: tuple[str, ...] = ()  # printed label of each page; () when it has none
+    rects: tuple[PageRect, ...] = ()  # where the cited block is printed; () when not kept
+
+    def page_label(self, page: int) -> str:
+        """The printed label of a 1-based page, "" when there is none or it is the number."""
+        if not 1 <= page <= len(self.page_labels):
+            return ""
+        label = self.page_labels[page - 1]
+        return "" if label == str(page) else label
+
+
+MarkSource = Literal["rects", "text", "none"]
+
+
+class PageImage(msgspec.Struct, frozen=True, kw_only=True):
+    """A drawn PDF page: the PNG, the page's size in points and the marks drawn on it."""
+
+    png: bytes
+    width: float  # points
+    height: float
+    marks: tuple[tuple[float, float, float, float], ...] = ()  # x0, y0, x1, y1 in points
+    marked_by: MarkSource = "none"  # the stored rects, a search for the block's text, or none
 
 
 class SourceReader:
@@ -121,13 +153,21 @@ class SourceReader:
             self._file_hashes[key] = file_sha256(path)
         return self._file_hashes[key]
 
-    async def render_pdf_page(self, path: str, page: int, highlight: Sequence[str] = ()) -> bytes:
-        """PNG of a 1-based page of the PDF, with the text of `highlight` marked."""
-        return await anyio.to_thread.run_sync(_render_page, path, page, tuple(highlight))
+    async def render_pdf_page(
+        self,
+        path: str,
+        page: int,
+        highlight: Sequence[str] = (),
+        rects: Sequence[PageRect] = (),
+    ) -> PageImage:
+        """A 1-based page of the PDF with the block marked: its `rects` on this page, or
+        where the text of `highlight` is found when no rect is on it."""
+        here = tuple((x0, y0, x1, y1) for p, x0, y0, x1, y1 in rects if p == page)
+        return await anyio.to_thread.run_sync(_render_page, path, page, tuple(highlight), here)
 
 
 def _context(snap: Snapshot, doc_id: str, block_id: str) -> tuple[SourceView, str]:
-    """The cited block and up to SOURCE_RADIUS neighbours on each side within its section."""
+    """The cited block and up to SOURCE_RADIUS neighbours on each side in its document."""
     ordinal = snap.block_ordinal(doc_id, block_id)
     if ordinal is None:
         return SourceView(
@@ -135,18 +175,12 @@ def _context(snap: Snapshot, doc_id: str, block_id: str) -> tuple[SourceView, st
         ), ""
     block = snap.block(ordinal)
     doc = snap.documents[block.doc]
-    section = doc.sections[block.section] if 0 <= block.section < len(doc.sections) else None
+
+    def path_of(section: int) -> str:
+        return doc.sections[section].path if 0 <= section < len(doc.sections) else ""
+
     first, last = doc.block_start, doc.block_start + doc.block_count - 1
-    lo = ordinal
-    while (
-        lo > first and ordinal - lo < SOURCE_RADIUS and snap.block(lo - 1).section == block.section
-    ):
-        lo -= 1
-    hi = ordinal
-    while (
-        hi < last and hi - ordinal < SOURCE_RADIUS and snap.block(hi + 1).section == block.section
-    ):
-        hi += 1
+    lo, hi = max(first, ordinal - SOURCE_RADIUS), min(last, ordinal + SOURCE_RADIUS)
     blocks = []
     for i in range(lo, hi + 1):
         b = snap.block(i)
@@ -157,32 +191,60 @@ def _context(snap: Snapshot, doc_id: str, block_id: str) -> tuple[SourceView, st
                 cited=i == ordinal,
                 page_start=b.page_start,
                 page_end=b.page_end,
+                section=path_of(b.section),
             )
         )
+    pdf = doc.format == "pdf"
     view = SourceView(
         found=True,
         title=doc.title,
         source=doc.source,
         source_label=doc.source_label,
-        section_path=section.path if section else "",
+        section_path=path_of(block.section),
         format=doc.format,
         blocks=tuple(blocks),
         page=block.page_start,
+        doc_id=doc.doc_id,
+        block_id=block.block_id,
+        pages=doc.pages,
+        page_labels=snap.page_labels(block.doc) if pdf else (),
+        rects=snap.block_rects(ordinal) if pdf else (),
     )
     return view, doc.content_hash
 
 
-def _render_page(path: str, page: int, highlight: tuple[str, ...]) -> bytes:
+def _render_page(
+    path: str,
+    page: int,
+    highlight: tuple[str, ...],
+    rects: tuple[tuple[float, float, float, float], ...],
+) -> PageImage:
     import pymupdf
 
     mupdf: Any = pymupdf  # untyped library
-    with mupdf.open(path) as pdf:  # opened read-only; annotations are never saved
+    with mupdf.open(path) as pdf:  # opened read-only; nothing drawn here is ever saved
         if not 1 <= page <= pdf.page_count:
             raise AppError(f"page {page} is not in {path} (it has {pdf.page_count} pages)")
         p = pdf[page - 1]
-        for text in highlight:
-            for quad in p.search_for(text, quads=True)[:20]:
-                p.add_highlight_annot(quad)
-        pixmap = p.get_pixmap(matrix=mupdf.Matrix(PDF_ZOOM, PDF_ZOOM), annots=True)
-        png: bytes = pixmap.tobytes("png")
-        return png
+        marked_by: MarkSource = "rects" if rects else "none"
+        marks = [mupdf.Rect(r) for r in rects]
+        if not marks:
+            for text in highlight:
+                marks.extend(q.rect for q in p.search_for(text, quads=True)[:_TEXT_MARKS_MAX])
+            marked_by = "text" if marks else "none"
+        # Translucent fills over the text (multiplied, so the glyphs stay black), drawn into
+        # this in-memory copy of the page only.
+        if marks:
+            shape = p.new_shape()
+            for r in marks:
+                shape.draw_rect(mupdf.Rect(r.x0 - 1.5, r.y0 - 1, r.x1 + 1.5, r.y1 + 1))
+            shape.finish(color=None, fill=_MARK_FILL, fill_opacity=0.45)
+            shape.commit(overlay=True)
+        pixmap = p.get_pixmap(matrix=mupdf.Matrix(PDF_ZOOM, PDF_ZOOM), annots=False)
+        return PageImage(
+            png=pixmap.tobytes("png"),
+            width=float(p.rect.width),
+            height=float(p.rect.height),
+            marks=tuple((r.x0, r.y0, r.x1, r.y1) for r in marks),
+            marked_by=marked_by,
+        )

@@ -146,6 +146,39 @@ TEXTS: dict[str, tuple[str, str]] = {
         "无法显示页面:{path} 处的 PDF 在导入后被修改过,页面已对不上。"
         "上面显示的是该块的文字;重新导入该文件即可更新。",
     ),
+    # source viewer: the whole PDF page, zoom, page turning, the original file
+    "source.page_label": ("page {label} (PDF page {page})", "第 {label} 页(PDF 第 {page} 页)"),
+    "source.pdf_page": ("PDF page {page}", "PDF 第 {page} 页"),
+    "source.page_count": ("{pages} pages in all", "共 {pages} 页"),
+    "source.prev_page": ("Previous page", "上一页"),
+    "source.next_page": ("Next page", "下一页"),
+    "source.zoom_in": ("Zoom in", "放大"),
+    "source.zoom_out": ("Zoom out", "缩小"),
+    "source.zoom_fit": ("Whole page", "整页"),
+    "source.zoom_hint": (
+        "Ctrl + mouse wheel over the page zooms too.",
+        "在页面上按住 Ctrl 并滚动鼠标滚轮也可缩放。",
+    ),
+    "source.open_original": ("Open the original PDF at this page", "在原始 PDF 中打开此页"),
+    "source.context": ("In the document", "在文档中的位置"),
+    "source.marked_by_text": (
+        "The cited text is marked where it was found on the page: this document was imported "
+        "before Citewise kept where each block is printed. Import it again for exact marks.",
+        "被引用的文字是按内容在页面上查找后标出的:该文档导入时 Citewise 还没有记录每段的位置。"
+        "重新导入该文档即可得到精确的标记。",
+    ),
+    "source.not_on_page": (
+        "The cited block is not on this page; it is on {pages}.",
+        "被引用的段落不在本页,而在{pages}。",
+    ),
+    "source.not_marked": (
+        "The cited text could not be found on this page; its text is shown beside the page.",
+        "未能在本页找到被引用的文字;其文字显示在页面旁边。",
+    ),
+    "source.original_gone": (
+        "The original PDF cannot be opened: {message}",
+        "无法打开原始 PDF:{message}",
+    ),
     # library
     "lib.import": ("Add documents", "添加文档"),
     "lib.upload": ("Drop files here or click to choose", "拖放文件到这里,或点击选择"),

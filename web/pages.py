@@ -10,7 +10,7 @@ from fastapi.responses import RedirectResponse
 from nicegui import ui
 
 from actors import App
-from web import ask_page, library_page, settings_page, traces_page, wizard_page
+from web import ask_page, library_page, settings_page, source_viewer, traces_page, wizard_page
 from web.lifecycle import run_with_server
 
 PAGE_TIMEOUT_S = 20.0  # building a page reads snapshots from disk; never the 3 s default
@@ -25,6 +25,7 @@ def needs_wizard(app: App) -> bool:
 
 def register(app: App) -> None:
     run_with_server(app)
+    source_viewer.register_routes(app)
 
     @ui.page("/", response_timeout=PAGE_TIMEOUT_S)
     def ask(c: str | None = None) -> RedirectResponse | None:

@@ -60,11 +60,16 @@ async def test_pdf_source_has_its_page_drawn_with_the_block_marked(
     assert view.found and view.format == "pdf" and len(cited) == 1
     assert view.page == cited[0].page_start and view.page in (1, 2)
     assert view.pdf_path == str(pdf.resolve())
+    first, last = cited[0].page_start or 0, cited[0].page_end or 0
+    assert view.rects and {r[0] for r in view.rects} == set(range(first, last + 1))
     fragments = highlight_fragments(cited[0].text)
-    marked = await service.render_pdf_page(view.pdf_path, view.page, fragments)
+    marked = await service.render_pdf_page(view.pdf_path, view.page, fragments, view.rects)
+    searched = await service.render_pdf_page(view.pdf_path, view.page, fragments)
     plain = await service.render_pdf_page(view.pdf_path, view.page, [])
-    assert marked.startswith(b"\x89PNG") and plain.startswith(b"\x89PNG")
-    assert yellow_pixels(marked) > 200 and yellow_pixels(plain) == 0
+    assert marked.png.startswith(b"\x89PNG") and plain.png.startswith(b"\x89PNG")
+    assert (marked.marked_by, searched.marked_by, plain.marked_by) == ("rects", "text", "none")
+    assert yellow_pixels(marked.png) > 200 and yellow_pixels(plain.png) == 0
+    assert yellow_pixels(searched.png) > 200
     assert pdf.read_bytes().startswith(b"%PDF")  # the original is never written
 
     with pdf.open("ab") as f:
@@ -74,7 +79,7 @@ async def test_pdf_source_has_its_page_drawn_with_the_block_marked(
     assert "changed since it was imported" in changed.message
 
 
-async def test_source_context_is_the_cited_block_among_its_own_section_neighbours(
+async def test_source_context_is_the_cited_block_among_its_neighbours_in_the_document(
     tmp_path: Path, no_keys: None
 ) -> None:
     folder = tmp_path / "docs"
@@ -99,10 +104,15 @@ async def test_source_context_is_the_cited_block_among_its_own_section_neighbour
     assert len(view.blocks) == 2 * SOURCE_RADIUS + 1
     assert [b.block_id for b in view.blocks if b.cited] == [middle["block_id"]]
     assert view.blocks[SOURCE_RADIUS].cited
-    assert all(b.block_id in {m["block_id"] for m in many} for b in view.blocks)
+    ids = [b["block_id"] for b in blocks]
+    at = ids.index(middle["block_id"])
+    assert [b.block_id for b in view.blocks] == ids[at - SOURCE_RADIUS : at + SOURCE_RADIUS + 1]
+    # The context runs on into the next section, each block knowing its section.
     last = many[-1]
     edge = await service.source_view(last["doc_id"], last["block_id"])
-    assert edge.blocks[-1].cited and len(edge.blocks) == SOURCE_RADIUS + 1
+    assert edge.blocks[-1].block_id == blocks[-1]["block_id"] and not edge.blocks[-1].cited
+    assert edge.blocks[-1].section.endswith("Other")
+    assert [b.section.endswith("Many") for b in edge.blocks].count(False) == 1
 
 
 async def test_a_collected_snapshot_is_said_plainly(home_copy: Path, no_keys: None) -> None:

@@ -1,6 +1,8 @@
-"""The source viewer for documents imported with the CLI: the PDF page drawn with the block
-marked, and — when the file moved or changed — the reason, in the person's language, with the
-block's text instead. Origins are recorded by every import and an older UI record is migrated."""
+"""The source viewer for documents imported with the CLI: the whole PDF page drawn with the
+block's lines marked, its printed label, page turning, zoom and the original file; — when the
+file moved or changed — the reason, in the person's language, with the block's text instead;
+other formats as the block among its neighbours. Origins are recorded by every import and an
+older UI record is migrated."""
 
 from __future__ import annotations
 
@@ -8,22 +10,28 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
+import httpx
+import pymupdf
 import pytest
+from nicegui import app as nicegui_app
 from nicegui import ui
 from nicegui.testing import User
 
 from actors import App, Citation
 from actors.origins import ORIGINS_FILE
 from tests.corpus import REPO
+from tests.index.test_block_rects import as_written_before_rects
 from tests.web.conftest import service_for, tool_result
 from tests.web.test_app_for_pages import make_pdf
 from tests.web.test_ask_page import found, texts_of
 from web.i18n import Texts
-from web.source_viewer import open_source
+from web.source_viewer import ORIGINAL_ROUTE, open_source, register_routes
 
 pytestmark = pytest.mark.anyio
+mupdf: Any = pymupdf
 
 
 async def cli_import(home: Path, folder: Path) -> None:
@@ -139,3 +147,164 @@ async def test_an_older_ui_record_of_origins_is_migrated_once(
 async def _ids(service: App) -> tuple[str, str]:
     citation = await drain_citation(service)
     return citation.doc_id, citation.block_id
+
+
+# -- the whole page, its printed label, zoom, page turning, the original file --------------------
+def make_labelled_pdf(path: Path) -> None:
+    """A two-page guide printed with labels i and ii (front matter numbering), each page's
+    text long enough to be a block of its own at the smallest block size."""
+    pdf = mupdf.open()
+    for text in (
+        "Chapter one. Listeners run in the order in which they were registered, one after "
+        "another, each called with the same arguments, before emit returns to its caller.",
+        "Chapter two. The drain event tells a producer to resume writing after backpressure, "
+        "once the buffered data has been handed to the underlying resource.",
+    ):
+        page = pdf.new_page()
+        page.insert_textbox(mupdf.Rect(72, 72, 520, 700), text, fontsize=12)
+    pdf.set_page_labels([{"startpage": 0, "prefix": "", "style": "r", "firstpagenum": 1}])
+    pdf.save(str(path))
+
+
+@pytest.fixture
+def labelled_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    make_labelled_pdf(folder / "guide.pdf")
+    return folder
+
+
+def img_style(user: User) -> str:
+    [img] = found(user, "pdf-page")
+    return " ".join(f"{k}: {v}" for k, v in img._style.items())
+
+
+async def test_the_whole_page_shows_with_its_printed_label_and_turns_and_zooms(
+    ui_user: User, tmp_path: Path, labelled_folder: Path, no_keys: None
+) -> None:
+    # Small blocks: each page's sentence is a block of its own, on its own page.
+    service = service_for(tmp_path / "home", ingest={"block_target_tokens": 32})
+    await cli_import(tmp_path / "home", labelled_folder)
+    citation = await drain_citation(service)
+    view = await service.source_view(citation.doc_id, citation.block_id)
+    assert view.page == 2 and view.page_labels == ("i", "ii")
+    assert view.rects and {r[0] for r in view.rects} == {2}
+    viewer_page(service, citation)
+
+    await ui_user.open("/viewer")
+    ui_user.find(marker="open").click()
+    await ui_user.should_see(marker="pdf-page", retries=100)
+    [label] = texts_of(ui_user, "page-label")
+    assert label == f"page {view.page_label(view.page or 0)} (PDF page {view.page})"
+    [link] = found(ui_user, "open-original")
+    assert link.props["href"].endswith(f"#page={view.page}")
+    assert f"doc={citation.doc_id}" in link.props["href"]
+    # the whole page: never cropped to a box, sized to fit, then zoomed by steps
+    assert "object-fit" not in img_style(ui_user) and "* 1.0)" in img_style(ui_user)
+    ui_user.find(marker="zoom-in").click()
+    ui_user.find(marker="zoom-in").click()
+    assert "* 1.5)" in img_style(ui_user)
+    ui_user.find(marker="zoom-fit").click()
+    assert "* 1.0)" in img_style(ui_user)
+
+    assert label == "page ii (PDF page 2)"
+    ui_user.find(marker="prev-page").click()
+    await ui_user.should_see("page i (PDF page 1)", retries=100)
+    await ui_user.should_see("The cited block is not on this page; it is on page ii", retries=50)
+    [link] = found(ui_user, "open-original")
+    assert link.props["href"].endswith("#page=1")
+
+
+async def test_the_page_label_reads_in_chinese(
+    ui_user: User, tmp_path: Path, labelled_folder: Path, no_keys: None
+) -> None:
+    await cli_import(tmp_path / "home", labelled_folder)
+    service = service_for(tmp_path / "home", ui={"language": "zh"})
+    citation = await drain_citation(service)
+    view = await service.source_view(citation.doc_id, citation.block_id)
+    viewer_page(service, citation, "zh")
+
+    await ui_user.open("/viewer")
+    ui_user.find(marker="open").click()
+    await ui_user.should_see(marker="pdf-page", retries=100)
+    label = view.page_label(view.page or 0)
+    assert texts_of(ui_user, "page-label") == [f"第 {label} 页(PDF 第 {view.page} 页)"]
+    await ui_user.should_see("在原始 PDF 中打开此页")
+
+
+async def test_a_snapshot_from_before_rects_marks_the_block_by_its_text(
+    ui_user: User, tmp_path: Path, pdf_folder: Path, no_keys: None
+) -> None:
+    await cli_import(tmp_path / "home", pdf_folder)
+    service = service_for(tmp_path / "home")
+    [snapshot] = (tmp_path / "home" / "collections" / "default" / "snapshots").iterdir()
+    as_written_before_rects(snapshot)
+    citation = await drain_citation(service)
+    view = await service.source_view(citation.doc_id, citation.block_id)
+    assert view.found and view.rects == () and view.page_labels == ()
+    viewer_page(service, citation)
+
+    await ui_user.open("/viewer")
+    ui_user.find(marker="open").click()
+    await ui_user.should_see(marker="pdf-page", retries=100)
+    await ui_user.should_see("marked where it was found on the page", retries=50)
+    assert texts_of(ui_user, "page-label") == [f"PDF page {view.page}"]
+
+
+async def test_the_original_pdf_is_served_only_for_a_cited_block(
+    tmp_path: Path, pdf_folder: Path, no_keys: None
+) -> None:
+    await cli_import(tmp_path / "home", pdf_folder)
+    service = service_for(tmp_path / "home")
+    citation = await drain_citation(service)
+    register_routes(service)
+    transport = httpx.ASGITransport(app=nicegui_app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+        query = {"doc": citation.doc_id, "block": citation.block_id}
+        served = await client.get(ORIGINAL_ROUTE, params=query)
+        unknown = await client.get(ORIGINAL_ROUTE, params={**query, "block": "nope"})
+        (pdf_folder / "guide.pdf").rename(tmp_path / "moved.pdf")
+        moved = await client.get(ORIGINAL_ROUTE, params=query)
+    assert served.status_code == 200 and served.headers["content-type"] == "application/pdf"
+    assert served.content == (tmp_path / "moved.pdf").read_bytes()
+    assert served.headers["content-disposition"].startswith("inline")
+    assert unknown.status_code == 404 and "cannot be opened" in unknown.text
+    assert moved.status_code == 404 and "no longer at" in moved.text
+
+
+# -- Markdown, HTML, EPUB, DOCX: the block in its document ------------------------------------
+async def test_a_markdown_block_is_shown_among_the_blocks_around_it_in_the_document(
+    ui_user: User, tmp_path: Path, no_keys: None
+) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    body = "\n\n".join(f"Paragraph {i} of the first part says thing {i}." * 4 for i in range(6))
+    (folder / "notes.md").write_text(
+        f"# Notes\n\n## First\n\n{body}\n\n## Second\n\nThe backpressure valve lives here.\n\n"
+        "## Third\n\nA closing remark about valves.\n",
+        encoding="utf-8",
+    )
+    await cli_import(tmp_path / "home", folder)
+    service = service_for(tmp_path / "home", ingest={"block_target_tokens": 40})
+    hit = (await tool_result(service, "scan_term", {"term": "backpressure valve"}))["hits"][0]
+    citation = Citation(
+        index=1,
+        citation=hit["citation"],
+        doc_id=hit["doc_id"],
+        block_id=hit["block_id"],
+        valid=True,
+        title=hit["title"],
+    )
+    viewer_page(service, citation)
+
+    await ui_user.open("/viewer")
+    ui_user.find(marker="open").click()
+    await ui_user.should_see(marker="cited-block", retries=100)
+    await ui_user.should_see("The backpressure valve lives here.")
+    await ui_user.should_see("A closing remark about valves.")  # the next section
+    await ui_user.should_see("Paragraph 5 of the first part")  # and the one before
+    sections = texts_of(ui_user, "context-section")
+    assert any(s.endswith("Second") for s in sections) and any(
+        s.endswith("Third") for s in sections
+    )
+    assert not found(ui_user, "pdf-page") and not found(ui_user, "open-original")
