@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # the same names, for type checkers
     from actors.upgrade import explain_upgrade, open_data, run_upgrade
     from actors.views import (
         ActiveSnapshotInfo,
+        DamageView,
         DocumentView,
         FailedView,
         KeyStored,
@@ -133,6 +134,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
         n: ("actors.views", n)
         for n in (
             "ActiveSnapshotInfo",
+            "DamageView",
             "DocumentView",
             "FailedView",
             "KeyStored",
@@ -243,6 +245,7 @@ __all__ = [  # the public surface; tests/test_exports.py keeps it equal to _EXPO
     "ConversationSummary",
     "ConversationTrimmed",
     "ConversationTurn",
+    "DamageView",
     "DataTooNew",
     "DocumentView",
     "EditResult",

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
-import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -23,10 +21,16 @@ import anyio
 import anyio.to_thread
 import msgspec
 
-from actors.app_state import DEFAULT_COLLECTION, AppState
+from actors.app_state import AppState
 from actors.catalog import Catalog, GcReport
+from actors.collections import (
+    collection_names,
+    create_collection,
+    delete_collection,
+    rename_collection,
+)
 from actors.document_edit import EditResult, edit_document
-from actors.errors import AppError, CatalogError, DocumentEditError, OverrideError
+from actors.errors import AppError, CatalogError, DocumentEditError, OverrideError, SnapshotDamaged
 from actors.ingest import ImportProgress, ImportResult, Ingest, PauseGate
 from actors.journal import Journal
 from actors.origins import Origins, origins_of
@@ -40,6 +44,7 @@ from actors.settings import (
     write_settings,
 )
 from actors.views import (
+    DamageView,
     DocumentView,
     FailedView,
     KeyStored,
@@ -70,7 +75,7 @@ from engine.secrets import (
     set_key,
 )
 from engine.tokens import TokenCounter
-from engine.tools import NO_SNAPSHOT, ToolContext, ToolOutcome, UnknownTool, run_tool
+from engine.tools import ToolOutcome
 from engine.writer_lock import writer_active, writer_lock
 from index.records import PageRect, SnapshotManifest
 from index.snapshot import VerifyResult, verify_snapshot
@@ -335,16 +340,10 @@ class App:
         return catalog
 
     def collections(self) -> list[str]:
-        names = {DEFAULT_COLLECTION}
-        if self.data.collections.is_dir():
-            names |= {p.name for p in self.data.collections.iterdir() if p.is_dir()}
-        return sorted(names)
+        return collection_names(self.data)
 
     def create_collection(self, name: str) -> None:
-        catalog = Catalog(self.data, check_collection_name(name))
-        if catalog.exists():
-            raise AppError(f"collection {name!r} already exists")
-        catalog.ensure()
+        create_collection(self.data, name)
 
     def use_collection(self, name: str) -> None:
         check_collection_name(name)
@@ -354,31 +353,17 @@ class App:
 
     def rename_collection(self, old: str, new: str) -> None:
         self._origins(old)  # folds an older UI's record into the collection, which moves
-        src, dst = self.data.collection(old), self.data.collection(new)
-        if not src.is_dir():
-            raise AppError(f"there is no collection {old!r}")
-        if dst.exists():
-            raise AppError(f"a collection named {new!r} already exists")
-        with writer_lock(self.data):
-            src.rename(dst)
-            self._catalogs.pop(old, None)
-            if self.current_collection() == old:
-                self._state.set_current_collection(new)
+        rename_collection(self.data, old, new)
+        self._catalogs.pop(old, None)
+        if self.current_collection() == old:
+            self._state.set_current_collection(new)
 
     def delete_collection(self, name: str) -> None:
         self._origins(name)  # an older UI's record goes with the collection
-        path = self.data.collection(name)
-        if not path.is_dir():
-            raise AppError(f"there is no collection {name!r}")
-        with writer_lock(self.data):
-            trash = self.data.root / "trash"
-            trash.mkdir(exist_ok=True)
-            target = trash / f"{name}.{secrets.token_hex(3)}"
-            path.rename(target)  # gone from the app at once; removal below may be retried
-            self._catalogs.pop(name, None)
-            shutil.rmtree(target, ignore_errors=True)
-            if self.current_collection() == name:
-                self._state.forget_current_collection()
+        delete_collection(self.data, name)
+        self._catalogs.pop(name, None)
+        if self.current_collection() == name:
+            self._state.forget_current_collection()
 
     # -- import ------------------------------------------------------------------------------
     def pending_import(self, collection: str | None = None) -> bool:
@@ -553,32 +538,12 @@ class App:
         tool's own error result (no snapshot at all, or one that cannot be opened →
         collection_unavailable, saying what is damaged and how to repair it).
         """
-        catalog = self.catalog(collection)
-        embedder = self.embedder()
+        from actors.tool_calls import call_tool
+
         counter = await anyio.to_thread.run_sync(self.counter)
-        call_args = args if isinstance(args, str | bytes) else dict(args)
         limit = self.config.retrieval.max_query_chars
-        sid = snapshot_id
-        try:
-            try:
-                if snapshot_id is not None and catalog.manifest(snapshot_id) is None:
-                    raise AppError(
-                        f"snapshot {snapshot_id} does not exist in collection "
-                        f"{catalog.collection!r}; see `citewise snapshots list`"
-                    )
-                sid = sid or catalog.active_id()
-                if sid is not None:
-                    with catalog.pinned(sid) as snapshot:
-                        ctx = ToolContext(snapshot, embedder, counter, max_query_chars=limit)
-                        return await run_tool(ctx, name, call_args)
-                reason = NO_SNAPSHOT
-            except CatalogError as exc:  # damaged: every tool answers collection_unavailable
-                active = snapshot_id is None
-                reason = str(exc) if sid is None else catalog.unavailable(sid, exc, active=active)
-            ctx = ToolContext(None, embedder, counter, unavailable=reason, max_query_chars=limit)
-            return await run_tool(ctx, name, call_args)
-        except UnknownTool as exc:
-            raise AppError(str(exc)) from None
+        catalog = self.catalog(collection)
+        return await call_tool(catalog, self.embedder(), counter, name, args, snapshot_id, limit)
 
     # -- status, library and snapshots -------------------------------------------------------
     def status(self, collection: str | None = None) -> StatusReport:
@@ -628,6 +593,21 @@ class App:
         """The snapshot history, oldest first."""
         active, manifests = self.snapshot_manifests(collection)
         return snapshot_views(active, manifests)
+
+    def damage(self, collection: str | None = None) -> DamageView | None:
+        """None when the active snapshot opens (or there is none); else what is wrong with it
+        and the snapshot to go back to. Opening maps the files; it reads none of them."""
+        try:
+            with self.catalog(collection).pin_active():
+                return None
+        except SnapshotDamaged as exc:
+            usable = [
+                v
+                for v in self.snapshots(collection)
+                if v.id != exc.snapshot_id and v.status in ("ready", "ready_partial")
+            ]
+            fallback = usable[-1] if usable else None
+            return DamageView(snapshot_id=exc.snapshot_id, problem=exc.problem, fallback=fallback)
 
     def snapshot_manifests(
         self, collection: str | None = None

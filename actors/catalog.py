@@ -28,7 +28,7 @@ from engine.clock import utc_timestamp
 from engine.crashpoints import crash_point
 from engine.paths import DataDir
 from engine.versions.formats import POINTER_FORMAT
-from index.errors import ManifestDamaged, SnapshotError
+from index.errors import SnapshotError
 from index.fsutil import atomic_write, fsync_dir, replace_with_retry
 from index.records import SnapshotManifest
 from index.snapshot import Snapshot
@@ -227,10 +227,8 @@ class Catalog:
         try:
             try:
                 snap = Snapshot.open(path)
-            except ManifestDamaged as exc:
+            except SnapshotError as exc:  # a damaged manifest, a file missing or cut short
                 raise SnapshotDamaged(self.collection, snapshot_id, str(exc), active) from None
-            except SnapshotError as exc:
-                raise CatalogError(f"snapshot {snapshot_id} cannot be opened: {exc}") from None
             try:
                 yield snap
             finally:

@@ -27,7 +27,8 @@ class CatalogError(UserError):
 
 
 class SnapshotDamaged(CatalogError):
-    """A snapshot whose manifest.json is there but cannot be read or decoded.
+    """A snapshot that cannot be opened: its manifest.json cannot be read or decoded, or a
+    file it lists is missing or cut short.
 
     Never read as "no snapshot": the message names the file and says how to repair it.
     """

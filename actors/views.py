@@ -88,6 +88,15 @@ class SnapshotView(msgspec.Struct, frozen=True, kw_only=True):
     since: SnapshotChanges = SnapshotChanges()  # what the active one changed since this one
 
 
+class DamageView(msgspec.Struct, frozen=True, kw_only=True):
+    """The active snapshot cannot be opened: which one, what is wrong with it, and the newest
+    usable snapshot before it (None when there is none: the documents must be imported again)."""
+
+    snapshot_id: str
+    problem: str
+    fallback: SnapshotView | None
+
+
 class FailedView(msgspec.Struct, frozen=True, kw_only=True):
     source: str
     stage: str

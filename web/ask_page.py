@@ -33,6 +33,7 @@ from web.answer_view import (
     export_meta,
     past_turn,
 )
+from web.damage_banner import damage_banner
 from web.i18n import Texts, when
 from web.live_answer import LiveAnswer
 from web.shell import error_sentence, frame, show_error, texts
@@ -304,6 +305,8 @@ def _ask_error(t: Texts, exc: BaseException) -> str:
 
 
 def _partial_banner(app: App, t: Texts) -> None:
+    if damage_banner(app, t, on_library_page=False) is not None:
+        return
     try:
         active = app.status().active_snapshot
     except USER_ERRORS as exc:

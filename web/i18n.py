@@ -905,6 +905,28 @@ TEXTS: dict[str, tuple[str, str]] = {
         "不会删除任何内容:当前版本仍保留在此列表中,可以随时切回。",
     ),
     "lib.rollback_yes": ("Go back", "回到此版本"),
+    # damaged library (the active snapshot cannot be opened)
+    "damage.title": (
+        "The current version of your library cannot be opened: one of its files is missing or "
+        "damaged.",
+        "资料库的当前版本无法打开:其中有文件缺失或已损坏。",
+    ),
+    "damage.go_back": (
+        "Go back to the version of {when} ({n} {n|document|documents}) to keep asking; nothing "
+        "is deleted, and documents added since can be imported again.",
+        "回到 {when} 的版本({n} 篇文档)即可继续提问;不会删除任何内容,之后新增的文档可以重新导入。",
+    ),
+    "damage.go_back_button": ("Go back to {when}", "回到 {when} 的版本"),
+    "damage.went_back": (
+        "The library is back to its version of {when}.",
+        "资料库已回到 {when} 的版本。",
+    ),
+    "damage.reimport": (
+        "There is no earlier version to go back to: import your documents again on the Library "
+        "page to rebuild it.",
+        "没有可以回退的早期版本:请在“资料库”页重新导入你的文档。",
+    ),
+    "damage.open_library": ("Open the library", "打开资料库"),
     "lib.remove_yes": ("Remove", "移除"),
     "lib.delete_yes": ("Delete the collection", "删除资料集"),
     "lib.gc_confirm": (

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from nicegui import ui
 
 from actors import App, DocumentView, SnapshotChanges, SnapshotView
+from web.damage_banner import damage_banner
 from web.i18n import Texts, when
 from web.import_panel import ImportPanel, failure_sentence
 from web.shell import frame, guarded, show_error, texts
@@ -23,6 +24,7 @@ def build(app: App) -> None:
     t = texts(app)
     frame(app, t, "/library")
     with ui.column().classes("w-full max-w-5xl mx-auto gap-4"):
+        damage = ui.column().classes("w-full")
         _collections(app, t)
         panel_holder = ui.column().classes("w-full")
         failed = ui.column().classes("w-full").mark("failed-documents")
@@ -33,8 +35,12 @@ def build(app: App) -> None:
     retrying: set[str] = set()
 
     def refresh() -> None:
+        damage.clear()
+        with damage:
+            damaged = damage_banner(app, t, on_library_page=True) is not None
         _failed(app, t, failed, panel, retrying)
-        docs = _documents(app, t, documents, refresh)
+        documents.clear()
+        docs = [] if damaged else _documents(app, t, documents, refresh)
         _snapshots(app, t, snapshots, refresh)
         tools.clear()
         with tools:
