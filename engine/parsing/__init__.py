@@ -18,6 +18,7 @@ from engine.parsing.model import (
     Paragraph,
     ParsedDocument,
     ParsedSection,
+    ParseWarning,
     unique_paths,
 )
 from engine.parsing.pdf import PdfPart, PdfPlan, assemble_pdf, parse_pdf_pages
@@ -29,6 +30,7 @@ __all__ = [
     "Paragraph",
     "ParseError",
     "ParseLimits",
+    "ParseWarning",
     "ParsedDocument",
     "ParsedSection",
     "PdfPart",

@@ -31,6 +31,14 @@ class ParsedSection(msgspec.Struct, frozen=True, kw_only=True):
     page: int | None = None  # page where the heading sits (PDF)
 
 
+class ParseWarning(msgspec.Struct, frozen=True, kw_only=True):
+    """Something a person should know about a document that was imported anyway."""
+
+    code: str  # machine reason, e.g. "replaced_bytes", "legacy_encoding"
+    message: str  # a sentence a person understands
+    pages: tuple[int, ...] = ()  # 1-based pages concerned (PDF), () when not page-bound
+
+
 class ParsedDocument(msgspec.Struct, frozen=True, kw_only=True):
     title: str
     lang: str  # "en" | "zh"
@@ -38,6 +46,7 @@ class ParsedDocument(msgspec.Struct, frozen=True, kw_only=True):
     sections: tuple[ParsedSection, ...]  # document order; never empty
     pages: int | None = None
     page_labels: tuple[str, ...] = ()  # PDF: the printed label of each page, () when it has none
+    warnings: tuple[ParseWarning, ...] = ()  # imported, but with something worth telling
 
 
 def unexpected_failure(exc: Exception) -> ParseError:
