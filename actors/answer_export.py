@@ -142,7 +142,10 @@ def export_conversation(
     if request_id is not None:
         turns = [t for t in turns if t.request_id == request_id]
     if not turns:
-        raise AppError("there is no recorded answer to export; ask the question first")
+        raise AppError(
+            "there is no recorded answer to export; ask the question first",
+            code="nothing_to_export",
+        )
     exported = []
     for t in turns:
         citations = (

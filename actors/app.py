@@ -304,7 +304,7 @@ class App:
         SecretStoreUnavailable instead."""
         value = value.strip()
         if not value:
-            raise AppError("the key is empty: paste it, then save")
+            raise AppError("the key is empty: paste it, then save", code="empty_key")
         try:
             set_key(name, value)
             return KeyStored("keyring", mask(value))
@@ -348,7 +348,9 @@ class App:
     def use_collection(self, name: str) -> None:
         check_collection_name(name)
         if name not in self.collections():
-            raise AppError(f"there is no collection {name!r}; create it first")
+            raise AppError(
+                f"there is no collection {name!r}; create it first", code="no_collection", name=name
+            )
         self._state.set_current_collection(name)
 
     def rename_collection(self, old: str, new: str) -> None:
@@ -386,7 +388,10 @@ class App:
         from actors.jobs import ImportJob
 
         if self.importing():
-            raise AppError("an import is already running; wait for it, or pause or cancel it first")
+            raise AppError(
+                "an import is already running; wait for it, or pause or cancel it first",
+                code="import_running",
+            )
         job = ImportJob(
             self,
             self.resolve_collection(collection),
@@ -453,7 +458,9 @@ class App:
         if missing:
             raise AppError(
                 f"the original file of {', '.join(missing)} is not known or has moved; "
-                "import it again by choosing the file"
+                "import it again by choosing the file",
+                code="original_missing",
+                sources=", ".join(missing),
             )
         return [Path(origins[s]) for s in sources]
 
@@ -461,7 +468,11 @@ class App:
         """Where an uploaded file is kept (its name cleaned so it cannot leave the folder)."""
         name = _UPLOAD_NAME.sub("_", Path(filename.replace("\\", "/")).name).strip(" .")
         if not name:
-            raise AppError(f"{filename!r} is not a usable file name; rename the file")
+            raise AppError(
+                f"{filename!r} is not a usable file name; rename the file",
+                code="bad_file_name",
+                name=filename,
+            )
         folder = self.data.root / "uploads" / self.resolve_collection(collection)
         folder.mkdir(parents=True, exist_ok=True)
         return folder / name
@@ -472,11 +483,15 @@ class App:
     async def remove(self, items: Sequence[str], *, collection: str | None = None) -> ImportResult:
         """Take documents (by source or doc_id) out: a new snapshot without them."""
         if self.importing():
-            raise AppError("an import is running; wait for it to finish, then remove")
+            raise AppError(
+                "an import is running; wait for it to finish, then remove", code="import_running"
+            )
         catalog = self.catalog(collection)
         manifest = catalog.active_manifest()
         if manifest is None:
-            raise AppError(f"collection {catalog.collection!r} has no documents yet")
+            raise AppError(
+                f"collection {catalog.collection!r} has no documents yet", code="no_documents"
+            )
         by_id = {d.doc_id: d.source for d in manifest.documents}
         sources = {d.source for d in manifest.documents}
         failed = {f.source for f in manifest.failed_documents}

@@ -69,7 +69,8 @@ def chat_client(app: App) -> ChatClient:
     if not key:
         raise AppError(
             "no DeepSeek API key is set: run `citewise keys set deepseek` (or, where the "
-            f"system has no credential store, set {ENV_NAMES['deepseek']})"
+            f"system has no credential store, set {ENV_NAMES['deepseek']})",
+            code="no_key",
         )
     c, n = app.config.chat, app.config.network
     try:
@@ -211,11 +212,12 @@ async def ask(
     cancels the request. `chat` (not closed here) replaces the client of the settings.
     """
     if not question.strip():
-        raise AppError("the question is empty")
+        raise AppError("the question is empty", code="empty_question")
     if not _valid_text(question):
         raise AppError(
             "the question holds bytes that are not text (a terminal not set to UTF-8, or a "
-            "broken paste); retype it, or set the terminal to UTF-8"
+            "broken paste); retype it, or set the terminal to UTF-8",
+            code="question_not_text",
         )
     name = app.resolve_collection(collection)
     store = ConversationStore(app.data, name)
@@ -225,7 +227,10 @@ async def ask(
     except ConversationError as exc:
         raise AppError(str(exc)) from None
     if not known:
-        raise AppError(f"there is no conversation {conversation_id!r} in collection {name!r}")
+        raise AppError(
+            f"there is no conversation {conversation_id!r} in collection {name!r}",
+            code="no_conversation",
+        )
     earlier: Sequence[EarlierTurn] = await anyio.to_thread.run_sync(store.earlier, cid)
     request = Request(question=question, conversation_id=cid, earlier=tuple(earlier))
     # Off the event loop: the key store and the client's TLS setup can take many milliseconds.

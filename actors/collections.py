@@ -27,16 +27,18 @@ def collection_names(data: DataDir) -> list[str]:
 def create_collection(data: DataDir, name: str) -> None:
     catalog = Catalog(data, check_collection_name(name))
     if catalog.exists():
-        raise AppError(f"collection {name!r} already exists")
+        raise AppError(f"collection {name!r} already exists", code="collection_exists", name=name)
     catalog.ensure()
 
 
 def rename_collection(data: DataDir, old: str, new: str) -> None:
     src, dst = data.collection(old), data.collection(new)
     if not src.is_dir():
-        raise AppError(f"there is no collection {old!r}")
+        raise AppError(f"there is no collection {old!r}", code="no_collection", name=old)
     if dst.exists():
-        raise AppError(f"a collection named {new!r} already exists")
+        raise AppError(
+            f"a collection named {new!r} already exists", code="collection_exists", name=new
+        )
     with writer_lock(data):
         src.rename(dst)
 
@@ -46,7 +48,7 @@ def delete_collection(data: DataDir, name: str) -> None:
     retried by nobody, but the collection is gone from the app either way)."""
     path = data.collection(name)
     if not path.is_dir():
-        raise AppError(f"there is no collection {name!r}")
+        raise AppError(f"there is no collection {name!r}", code="no_collection", name=name)
     with writer_lock(data):
         trash = data.root / "trash"
         trash.mkdir(exist_ok=True)

@@ -13,10 +13,20 @@ from engine.errors import EXIT_FAILURE, EXIT_USAGE, UserError
 
 
 class AppError(UserError):
-    """A command of the App that cannot be carried out; the message says what to do."""
+    """A command of the App that cannot be carried out; the message says what to do.
+
+    `code` names the situation (import_running, no_collection…) so that the UI can say it in
+    its own words (the sentence `error.app.<code>`), filled from the `facts` given here.
+    """
 
     exit_code = EXIT_USAGE
     message_key = "error.app"
+
+    def __init__(self, message: str, *, code: str = "", **facts: object) -> None:
+        super().__init__(message)
+        self.code = code
+        for name, value in facts.items():
+            setattr(self, name, value)
 
 
 class CatalogError(UserError):

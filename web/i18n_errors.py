@@ -255,6 +255,52 @@ ERROR_TEXTS: dict[str, tuple[str, str]] = {
         "Citewise could not do that. The details below say why and what to change.",
         "Citewise 无法完成此操作。下方详情说明了原因和需要修改的地方。",
     ),
+    "error.app.empty_key": ("The key is empty: paste it, then save.", "Key 为空:请先粘贴,再保存。"),
+    "error.app.no_collection": (
+        "There is no collection named “{name}”. Create it on the Library page first.",
+        "没有名为“{name}”的资料集。请先在“资料库”页新建。",
+    ),
+    "error.app.collection_exists": (
+        "A collection named “{name}” already exists. Choose another name.",
+        "已有名为“{name}”的资料集。请换一个名字。",
+    ),
+    "error.app.import_running": (
+        "An import is still running. Wait for it to finish, or pause or cancel it, then try again.",
+        "还有导入正在进行。请等它完成,或暂停、取消后再试。",
+    ),
+    "error.app.original_missing": (
+        "The original file of {sources} has moved or is no longer known. Import it again by "
+        "choosing the file.",
+        "{sources} 的原文件已移动或无法找到。请重新选择该文件导入。",
+    ),
+    "error.app.bad_file_name": (
+        "“{name}” cannot be used as a file name here. Rename the file, then add it again.",
+        "“{name}”不能在这里用作文件名。请给文件改个名字后再添加。",
+    ),
+    "error.app.no_documents": (
+        "This collection has no documents yet. Add some on the Library page first.",
+        "这个资料集还没有文档。请先在“资料库”页添加。",
+    ),
+    "error.app.no_key": (
+        "No DeepSeek API key is saved yet. Add it in Settings, then ask again.",
+        "还没有保存 DeepSeek API Key。请在“设置”中添加后再提问。",
+    ),
+    "error.app.empty_question": (
+        "The question is empty: type a question first.",
+        "问题是空的:请先输入问题。",
+    ),
+    "error.app.question_not_text": (
+        "The question holds characters that are not text (perhaps a broken paste). Retype it.",
+        "问题中含有无法识别的字符(可能是粘贴出错)。请重新输入。",
+    ),
+    "error.app.no_conversation": (
+        "That conversation no longer exists. Start a new one.",
+        "该对话已不存在。请新建一个对话。",
+    ),
+    "error.app.nothing_to_export": (
+        "There is no answer to download yet. Ask the question first.",
+        "还没有可以下载的回答。请先提问。",
+    ),
     "error.catalog": (
         "The library could not be changed as asked. The details below say why.",
         "无法按要求修改资料库。下方详情说明了原因。",

@@ -4,6 +4,7 @@ the sentence with one helpful button while str(exc) waits behind the details tog
 
 from __future__ import annotations
 
+import ast
 import importlib
 import pkgutil
 import re
@@ -171,3 +172,29 @@ def test_a_termination_reason_reads_as_words_and_every_reason_has_its_sentence()
     assert ended_sentence(zh, "model_error", None) == zh("ended.model_error")
     tls = ended_sentence(zh, "model_error", "connection", "tls")
     assert tls == zh("error.chat_failed.connection.tls")
+
+
+def _app_error_codes(path: Path) -> Iterator[str]:
+    """The `code=` of every `raise AppError(…)` in a module."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        call = node.exc if isinstance(node, ast.Raise) else None
+        if isinstance(call, ast.Call) and getattr(call.func, "id", "") == "AppError":
+            for keyword in call.keywords:
+                if keyword.arg == "code" and isinstance(keyword.value, ast.Constant):
+                    yield str(keyword.value.value)
+
+
+def test_every_situation_an_app_error_names_has_its_sentence_in_both_languages() -> None:
+    """An AppError raised with code=… is told by `error.app.<code>`, not by the one vague
+    sentence of its class, and the sentence fills in the facts the error carries."""
+    from actors.errors import AppError
+
+    root = Path(actors.__file__).parent
+    codes = {code for path in root.glob("*.py") for code in _app_error_codes(path)}
+    assert {"import_running", "no_collection", "no_key"} <= codes
+    for code in codes:
+        assert f"error.app.{code}" in TEXTS, code
+    exc = AppError("there is no collection 'notes'", code="no_collection", name="notes")
+    assert error_key(exc) == "error.app.no_collection"
+    assert error_sentence(Texts("zh"), exc) == "没有名为“notes”的资料集。请先在“资料库”页新建。"
+    assert error_key(AppError("something else")) == "error.app"
