@@ -163,9 +163,10 @@ TEXTS: dict[str, tuple[str, str]] = {
     "source.context": ("In the document", "在文档中的位置"),
     "source.marked_by_text": (
         "The cited text is marked where it was found on the page: this document was imported "
-        "before Citewise kept where each block is printed. Import it again for exact marks.",
+        "before Citewise kept where each block is printed. For exact marks, remove it in the "
+        "Library and import it again.",
         "被引用的文字是按内容在页面上查找后标出的:该文档导入时 Citewise 还没有记录每段的位置。"
-        "重新导入该文档即可得到精确的标记。",
+        "如需精确标记,请在“资料库”中移除该文档后重新导入。",
     ),
     "source.not_on_page": (
         "The cited block is not on this page; it is on {pages}.",
@@ -399,10 +400,7 @@ TEXTS: dict[str, tuple[str, str]] = {
         "again.",
         "这个文件未能导入。请打开“详情”查看原因,然后重新导入。",
     ),
-    "lib.failed_row": (
-        "{source} — {stage}: {reason}. {message}",
-        "{source} — {stage}:{reason}。{message}",
-    ),
+    "lib.failed_row": ("{source} — {message}", "{source} — {message}"),
     "lib.retry": ("Retry", "重试"),
     "lib.documents": ("Documents", "文档"),
     "lib.no_documents": (
@@ -945,10 +943,7 @@ TEXTS: dict[str, tuple[str, str]] = {
     "lib.gc_yes": ("Delete old snapshots", "删除旧快照"),
     "lib.retrying": ("Importing {source} again…", "正在重新导入 {source}……"),
     "lib.retry_ok": ("{source} is imported now.", "{source} 已导入成功。"),
-    "lib.retry_failed": (
-        "{source} failed again ({stage}: {reason}). {message}",
-        "{source} 再次失败({stage}:{reason})。{message}",
-    ),
+    "lib.retry_failed": ("{source} failed again. {message}", "{source} 再次失败。{message}"),
     "lib.retry_stopped": (
         "The new import of {source} did not finish; it is still listed as failed.",
         "{source} 的重新导入没有完成;它仍列为失败。",

@@ -14,6 +14,7 @@ from nicegui import ui
 
 from actors import App, DocumentView, SnapshotChanges, SnapshotView
 from web.damage_banner import damage_banner
+from web.error_view import details_toggle
 from web.i18n import Texts, when
 from web.import_panel import ImportPanel, failure_sentence
 from web.shell import frame, guarded, show_error, texts
@@ -151,15 +152,15 @@ def _failed(app: App, t: Texts, box: ui.column, panel: ImportPanel, retrying: se
         ui.label(t("lib.failed")).classes("text-base font-semibold text-red-800")
         for f in failures:
             with ui.row().classes("w-full items-center no-wrap").mark("failed-document"):
-                ui.label(
-                    t(
-                        "lib.failed_row",
-                        source=f.source,
-                        stage=f.stage,
-                        reason=f.reason,
-                        message=failure_sentence(t, f.stage, f.reason),
-                    )
-                ).classes("grow text-sm")
+                with ui.column().classes("grow gap-0"):
+                    ui.label(
+                        t(
+                            "lib.failed_row",
+                            source=f.source,
+                            message=failure_sentence(t, f.stage, f.reason),
+                        )
+                    ).classes("text-sm").mark("failed-sentence")
+                    details_toggle(t, f"{f.stage}: {f.reason} — {f.message}")
                 if f.retryable:
 
                     def retry(source: str = f.source) -> None:
@@ -321,8 +322,6 @@ def _report_retries(app: App, t: Texts, retrying: set[str]) -> None:
                 t(
                     "lib.retry_failed",
                     source=source,
-                    stage=f.stage,
-                    reason=f.reason,
                     message=failure_sentence(t, f.stage, f.reason),
                 ),
                 type="negative",

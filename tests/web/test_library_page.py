@@ -84,7 +84,8 @@ async def test_failed_document_shows_its_reason_and_retry_imports_the_fixed_file
     await ui_user.open("/library")
     await import_path(ui_user, docs)
     await eventually(lambda: bool(found(ui_user, "failed-document")), timeout_s=60)
-    await ui_user.should_see("notes.md — parse: invalid_encoding")
+    await ui_user.should_see("notes.md — The file's characters are in an encoding")
+    await ui_user.should_see("parse: invalid_encoding")  # the code only under details
     bad.write_text("# Notes\n\nThe drain event resumes writing.\n", encoding="utf-8")
     ui_user.find(marker="retry-button").click()
     await eventually(lambda: ui_user.notify.contains("Importing notes.md again"))
@@ -106,7 +107,7 @@ async def test_retry_that_fails_again_says_why(
     await eventually(lambda: bool(found(ui_user, "failed-document")), timeout_s=60)
     ui_user.find(marker="retry-button").click()
     await eventually(
-        lambda: ui_user.notify.contains("notes.md failed again (parse: invalid_encoding)"),
+        lambda: ui_user.notify.contains("notes.md failed again. The file's characters"),
         timeout_s=60,
     )
     assert len(found(ui_user, "failed-document")) == 1
