@@ -223,12 +223,17 @@ class _Reader:
 
 
 def parse_markdown(path: Path, data: bytes, limits: ParseLimits) -> ParsedDocument:
-    lines = clean_text(decode_text(data)).split("\n")
+    decoded = decode_text(data)
+    lines = clean_text(decoded.text).split("\n")
     skip, front_title = _front_matter(lines)
     builder = SectionBuilder(limits.max_sections)
     _Reader(builder).read(lines, skip)
     title = short_title(front_title or "") or builder.first_heading or path.stem
     sections = builder.finish(title)
     return ParsedDocument(
-        title=title, lang=detect_lang(builder.texts()), format="markdown", sections=sections
+        title=title,
+        lang=detect_lang(builder.texts()),
+        format="markdown",
+        sections=sections,
+        warnings=decoded.warnings,
     )

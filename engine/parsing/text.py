@@ -1,7 +1,8 @@
 """Plain text to sections: strict decoding, numbered and underlined headings, paragraphs.
 
 Decoding never guesses silently: BOM, then strict UTF-8, then GB18030 only when the result
-reads as Chinese; anything else fails with "invalid_encoding". A run of heading-like lines
+reads as Chinese, then UTF-8 with a few bad bytes replaced or mostly-ASCII Windows-1252, each
+with a warning; anything else fails with "invalid_encoding". A run of heading-like lines
 with no text between them (a table of contents) stays body text.
 """
 
@@ -12,12 +13,13 @@ import itertools
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from engine.errors import ParseError
 from engine.parsing.lang import detect_lang
 from engine.parsing.limits import ParseLimits
 from engine.parsing.lines import clean_text, display_width, is_cjk, join_lines
-from engine.parsing.model import ParsedDocument
+from engine.parsing.model import ParsedDocument, ParseWarning
 from engine.parsing.sections import SectionBuilder
 
 _BOMS = (
@@ -28,6 +30,12 @@ _BOMS = (
     (codecs.BOM_UTF16_BE, "utf-16"),
 )
 _BINARY_CONTROL = re.compile("[\x00-\x08\x0e-\x1a\x1c-\x1f]")
+_MAX_BAD_SEQUENCES = 1000
+# Windows-1252's printable characters in the C1 range; its five unassigned bytes stay Latin-1.
+_CP1252 = {
+    b: bytes([b]).decode("cp1252") for b in range(0x80, 0xA0) if b not in b"\x81\x8d\x8f\x90\x9d"
+}
+_WESTERN_PUNCT = frozenset("‘’‚“”„–—…•·«»¡¿°©®™€£¥§¶×÷±ªº¹²³¼½¾\xa0´¨¸¯¦¤¢")
 
 _CN_NUM = "0-9零〇一二三四五六七八九十百千两"
 _CHAPTER = re.compile(rf"^第\s*[{_CN_NUM}]+\s*([章篇部卷节])\s*\S")
@@ -44,27 +52,117 @@ _NO_HEADING_END = frozenset("。．.！!；;，,、：:")
 _MAX_HEADING_WIDTH = 100
 
 
-def decode_text(data: bytes) -> str:
-    """Decode a text file or fail with ParseError("invalid_encoding")."""
+class DecodedText(NamedTuple):
+    text: str
+    warnings: tuple[ParseWarning, ...] = ()
+
+
+def decode_text(data: bytes) -> DecodedText:
+    """Decode a text file or fail with ParseError("invalid_encoding").
+
+    Strict UTF-8 (BOM or not), UTF-16/32, Chinese GB18030; then UTF-8 whose few bad bytes
+    become U+FFFD; then Windows-1252/Latin-1 for mostly-ASCII Western text. Both of the last
+    two carry a warning, since they are a judgement rather than a certainty."""
     for bom, codec in _BOMS:
         if data.startswith(bom):
+            if codec == "utf-8-sig":
+                return _decode_utf8(data[len(bom) :])
             try:
-                return check_not_binary(data.decode(codec))
+                return DecodedText(check_not_binary(data.decode(codec)))
             except UnicodeDecodeError:
                 raise _encoding_error() from None
     utf16 = _utf16_without_bom(data)
     if utf16 is not None:
-        return check_not_binary(utf16)
+        return DecodedText(check_not_binary(utf16))
+    return _decode_utf8(data)
+
+
+def _decode_utf8(data: bytes) -> DecodedText:
     try:
-        return check_not_binary(data.decode("utf-8"))
+        return DecodedText(check_not_binary(data.decode("utf-8")))
     except UnicodeDecodeError:
         pass
     try:
         text = data.decode("gb18030")
     except UnicodeDecodeError:
-        raise _encoding_error() from None
-    if not _reads_as_chinese(text):
-        raise _encoding_error()
+        text = ""
+    if text and _reads_as_chinese(text):
+        return DecodedText(text)
+    replaced, bad = _utf8_replacing(data)
+    multibyte = sum(1 for ch in replaced if ord(ch) > 0x7F and ch != "\ufffd")
+    if len(bad) <= _MAX_BAD_SEQUENCES and 4 * len(bad) <= multibyte:
+        return _with_replacements(data, replaced, bad)
+    western = _western(data)
+    if western is not None:
+        return DecodedText(
+            check_not_binary(western),
+            (
+                ParseWarning(
+                    code="legacy_encoding",
+                    message="This file is not UTF-8; it was read as Western European text "
+                    "(Windows-1252/Latin-1). If accented letters look wrong, save it as "
+                    "UTF-8 and import it again.",
+                ),
+            ),
+        )
+    bad_bytes = sum(end - start for start, end in bad)
+    if len(bad) <= _MAX_BAD_SEQUENCES and bad_bytes <= max(4, len(data) // 1000):
+        return _with_replacements(data, replaced, bad)
+    raise _encoding_error()
+
+
+def _utf8_replacing(data: bytes) -> tuple[str, list[tuple[int, int]]]:
+    """UTF-8 with each invalid sequence as U+FFFD (as errors="replace" does), and where the
+    invalid sequences were (byte offsets); stops listing after a hopeless number of them."""
+    view = memoryview(data)
+    parts: list[str] = []
+    bad: list[tuple[int, int]] = []
+    pos = 0
+    while pos < len(data):
+        try:
+            parts.append(codecs.utf_8_decode(view[pos:], "strict", True)[0])
+            break
+        except UnicodeDecodeError as exc:
+            parts.append(codecs.utf_8_decode(view[pos : pos + exc.start], "strict", True)[0])
+            parts.append("\ufffd")
+            bad.append((pos + exc.start, pos + exc.end))
+            pos += exc.end
+            if len(bad) > _MAX_BAD_SEQUENCES:
+                return data.decode("utf-8", errors="replace"), bad
+    return "".join(parts), bad
+
+
+def _with_replacements(data: bytes, text: str, bad: list[tuple[int, int]]) -> DecodedText:
+    count = sum(end - start for start, end in bad)
+    lines = sorted({data.count(b"\n", 0, start) + 1 for start, _ in bad})
+    shown = ", ".join(str(n) for n in lines[:10]) + (" …" if len(lines) > 10 else "")
+    where = f"line {shown}" if len(lines) == 1 else f"lines {shown}"
+    noun = (
+        "byte that is not valid UTF-8 was" if count == 1 else "bytes that are not valid UTF-8 were"
+    )
+    return DecodedText(
+        check_not_binary(text),
+        (
+            ParseWarning(
+                code="replaced_bytes",
+                message=f"{count} {noun} replaced with \ufffd ({where}); "
+                "the rest of the text was read as written.",
+            ),
+        ),
+    )
+
+
+def _western(data: bytes) -> str | None:
+    """Windows-1252 (Latin-1 for its five unassigned bytes) when the result reads as Western
+    text: mostly ASCII letters, and the others letters or ordinary typography."""
+    text = data.decode("latin-1").translate(_CP1252)
+    non_ascii = [ch for ch in text[:500_000] if ord(ch) > 0x7F]
+    letters = sum(1 for ch in text[:500_000] if ch.isalpha())
+    if not non_ascii or not letters:
+        return None
+    plausible = sum(1 for ch in non_ascii if ch.isalpha() or ch in _WESTERN_PUNCT)
+    if plausible < 0.9 * len(non_ascii) or len(non_ascii) > 0.3 * letters:
+        return None
     return text
 
 
@@ -120,8 +218,9 @@ def check_not_binary(text: str) -> str:
 def _encoding_error() -> ParseError:
     return ParseError(
         "invalid_encoding",
-        "This text file is not in an encoding Citewise can read reliably (UTF-8, UTF-16 or "
-        "Chinese GB18030); save it as UTF-8 in a text editor and import it again.",
+        "This text file is not in an encoding Citewise can read reliably (UTF-8, UTF-16, "
+        "Chinese GB18030 or Western European Windows-1252); save it as UTF-8 in a text "
+        "editor and import it again.",
     )
 
 
@@ -256,7 +355,8 @@ def _emit_block(block: list[str], wrap: int, builder: SectionBuilder) -> None:
 
 
 def parse_text(path: Path, data: bytes, limits: ParseLimits) -> ParsedDocument:
-    text = clean_text(decode_text(data))
+    decoded = decode_text(data)
+    text = clean_text(decoded.text)
     lines = [line.rstrip() for line in text.split("\n")]
     headings = _find_headings(lines)
     wrap = _wrap_width(lines)
@@ -283,7 +383,11 @@ def parse_text(path: Path, data: bytes, limits: ParseLimits) -> ParsedDocument:
     title = _first_line_title(lines) or builder.first_heading or path.stem
     sections = builder.finish(title)
     return ParsedDocument(
-        title=title, lang=detect_lang(builder.texts()), format="text", sections=sections
+        title=title,
+        lang=detect_lang(builder.texts()),
+        format="text",
+        sections=sections,
+        warnings=decoded.warnings,
     )
 
 

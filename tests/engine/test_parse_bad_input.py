@@ -153,18 +153,59 @@ def test_scanned_pdf_without_text_layer_is_no_text_layer(tmp_path: Path) -> None
 # --- text encodings ----------------------------------------------------------------------------
 
 
-def test_invalid_utf8_text_is_invalid_encoding(tmp_path: Path) -> None:
+def test_utf8_with_a_dropped_byte_imports_with_a_replacement_and_a_warning(
+    tmp_path: Path,
+) -> None:
     data = zh_sample().encode("utf-8")
     cut = data.index("虚拟".encode()) + 1  # drop one byte from the middle of a character
     path = tmp_path / "broken.txt"
     path.write_bytes(data[:cut] + data[cut + 1 :])
+    doc = parse_file(path)
+    text = "".join(p.text for s in doc.sections for p in s.paragraphs)
+    assert text.count("\ufffd") == 1
+    assert "拟" in text  # the next character survives
+    line = data[:cut].count(b"\n") + 1
+    [warning] = doc.warnings
+    assert warning.code == "replaced_bytes"
+    assert warning.message.startswith(
+        "2 bytes that are not valid UTF-8 were replaced"
+    )  # the rest of 虚
+    assert f"line {line})" in warning.message
+
+
+def test_many_bad_bytes_in_utf8_text_are_still_invalid_encoding(tmp_path: Path) -> None:
+    data = bytearray(zh_sample().encode("utf-8"))
+    for i in range(0, len(data), 7):
+        data[i] = 0xFF
+    path = tmp_path / "noise.txt"
+    path.write_bytes(bytes(data))
     assert reason_of(path) == "invalid_encoding"
 
 
-def test_latin1_text_is_invalid_encoding(tmp_path: Path) -> None:
+def test_latin1_markdown_imports_as_windows_1252_with_a_warning(tmp_path: Path) -> None:
     path = tmp_path / "latin1.md"
     path.write_bytes("# Café crème\n\nDéjà vu à la française, naïve façade.\n".encode("latin-1"))
-    assert reason_of(path) == "invalid_encoding"
+    doc = parse_file(path)
+    assert doc.title == "Café crème"
+    texts = [p.text for s in doc.sections for p in s.paragraphs]
+    assert "Déjà vu à la française, naïve façade." in texts
+    assert [w.code for w in doc.warnings] == ["legacy_encoding"]
+
+
+def test_cp1252_quotes_decode_as_typography(tmp_path: Path) -> None:
+    path = tmp_path / "quotes.txt"
+    path.write_bytes("He said “hello” – it’s fine.\n".encode("cp1252"))
+    assert parse_file(path).sections[0].paragraphs[0].text == "He said “hello” – it’s fine."
+
+
+def test_cyrillic_and_shift_jis_bytes_are_not_taken_for_latin1(tmp_path: Path) -> None:
+    for name, data in (
+        ("ru.txt", "Привет, как дела? Это русский текст.\n".encode("cp1251")),
+        ("ja.txt", "日本語のテキストです。これはテスト。\n".encode("shift_jis")),
+    ):
+        path = tmp_path / name
+        path.write_bytes(data)
+        assert reason_of(path) == "invalid_encoding"
 
 
 def test_binary_data_named_txt_is_invalid_encoding(tmp_path: Path) -> None:
@@ -195,13 +236,15 @@ def test_text_encodings_decode_to_the_same_document(tmp_path: Path, codec: str, 
     assert not got.sections[0].paragraphs[0].text.startswith("\ufeff")
 
 
-def test_utf8_misread_as_gb18030_is_refused(tmp_path: Path) -> None:
+def test_utf8_cut_short_is_not_misread_as_gb18030(tmp_path: Path) -> None:
     # Valid GB18030 bytes that are really UTF-8 with one byte dropped would decode to
-    # plausible-looking but wrong Han characters; they must not be imported as text.
+    # plausible-looking but wrong Han characters; they are read as UTF-8 with one U+FFFD.
     data = "(发布时会省略部分格式".encode()
     path = tmp_path / "short.txt"
     path.write_bytes(data[:-1])
-    assert reason_of(path) == "invalid_encoding"
+    doc = parse_file(path)
+    assert doc.sections[0].paragraphs[0].text == "(发布时会省略部分格\ufffd"
+    assert [w.code for w in doc.warnings] == ["replaced_bytes"]
 
 
 def test_nul_and_control_characters_are_stripped(tmp_path: Path) -> None:
