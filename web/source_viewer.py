@@ -16,7 +16,7 @@ from urllib.parse import urlencode
 
 from fastapi.responses import FileResponse, PlainTextResponse, Response
 from nicegui import app as nicegui_app
-from nicegui import ui
+from nicegui import events, ui
 
 from actors import App, Citation, PageImage, SourceView
 from web.i18n import Texts
@@ -206,7 +206,13 @@ class _PdfPane:
             .style(f"height: {_VIEWPORT_VH}vh")
             .mark("page-viewport")
         )
-        self.viewport.on("wheel.ctrl.prevent", self._wheel, ["deltaY"], throttle=0.15)
+        self.viewport.on(
+            "wheel",
+            self._wheel,
+            throttle=0.15,
+            # only ctrl+wheel, and then not the browser's own zoom of the whole window
+            js_handler="(e) => { if (!e.ctrlKey) return; e.preventDefault(); emit(e.deltaY); }",
+        )
         with self.viewport:
             self.img = ui.element("img").style("display: block; margin: 0 auto")
         self.img.mark("pdf-page")
@@ -227,8 +233,8 @@ class _PdfPane:
         hint = f"{self.t(key)} — {self.t('source.zoom_hint')}"
         return ui.button(icon=icon, on_click=go).props("flat dense round").tooltip(hint)
 
-    def _wheel(self, event: object) -> None:
-        delta = float(getattr(event, "args", {}).get("deltaY", 0))
+    def _wheel(self, event: events.GenericEventArguments) -> None:
+        delta = float(event.args) if isinstance(event.args, int | float) else 0.0
         if delta:
             self.set_zoom(self.zoom + (1 if delta < 0 else -1))
 
