@@ -16,6 +16,7 @@ from typing import Any
 from nicegui import ui
 
 from actors import App, ImportJob, ImportProgress, ImportResult
+from web.error_view import error_sentence
 from web.i18n import TEXTS, Texts
 from web.shell import show_error
 
@@ -208,7 +209,11 @@ class ImportPanel:
             return
         state = job.state
         key = f"lib.state.{state}"
-        self.state.set_text(t(key, error=job.error) if state == "failed" else t(key))
+        if state == "failed":  # what ended it, in the UI's words (a bug says it is one)
+            error = error_sentence(t, job.exception) if job.exception is not None else job.error
+            self.state.set_text(t(key, error=error))
+        else:
+            self.state.set_text(t(key))
         self.pause_button.set_visibility(active and state == "running")
         self.resume_button.set_visibility(active and state == "paused")
         self.cancel_button.set_visibility(active)

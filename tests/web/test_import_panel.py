@@ -208,3 +208,21 @@ def test_every_failure_reason_the_pipeline_can_give_has_a_sentence_in_both_langu
         for text in TEXTS[key]:
             # no code, setting name or command (`citewise import …`) on screen
             assert "_" not in text and "`" not in text and "citewise " not in text
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+async def test_an_import_that_cannot_start_says_why_in_the_ui_language(
+    ui_user: User, tmp_path: Path, docs: Path, no_keys: None, lang: str
+) -> None:
+    """Another process holds the library: the panel gives the sentence, not the exception."""
+    from engine.writer_lock import writer_lock
+
+    service = service_for(tmp_path / "home", ui={"language": lang})
+    register(service)
+    await ui_user.open("/library")
+    busy = TEXTS["error.writer_busy"][0 if lang == "en" else 1]
+    with writer_lock(service.data):
+        await import_path(ui_user, docs)
+        await eventually(lambda: busy in import_state(ui_user))
+    state = import_state(ui_user)
+    assert busy in state and "WriterBusy" not in state
