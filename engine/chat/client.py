@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import ssl
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Literal, Self
 from urllib.parse import urlsplit
 
@@ -20,7 +20,7 @@ import msgspec
 from engine.chat.sse import SSEDecoder
 from engine.chat.status import StatusContext, error_for_status, redact, vendor_text
 from engine.errors import CaBundleError, ChatError, ProviderCause, SSEError
-from engine.network import is_json, transport_cause
+from engine.network import error_chain, is_json, transport_cause
 from engine.network import ssl_context as network_ssl_context
 
 DEEPSEEK_HOST = "api.deepseek.com"
@@ -165,23 +165,6 @@ def _usage(raw: _Usage | None) -> ChatUsage | None:
 
 
 # -- transport -------------------------------------------------------------------------------
-
-
-def _causes(exc: BaseException) -> Iterator[BaseException]:
-    """`exc` and what caused it, depth first (the backends wrap TLS errors differently)."""
-    seen: set[int] = set()
-    stack = [exc]
-    while stack:
-        current = stack.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        yield current
-        if isinstance(current, BaseExceptionGroup):
-            stack.extend(reversed(current.exceptions))
-        for linked in (current.__context__, current.__cause__):
-            if linked is not None:
-                stack.append(linked)
 
 
 @functools.lru_cache(maxsize=8)
@@ -460,7 +443,7 @@ class ChatClient:
         )
 
     def _connection_error(self, exc: httpx.TransportError, *, answering: bool = False) -> ChatError:
-        causes = list(_causes(exc))
+        causes = list(error_chain(exc))
         said = next((str(c) for c in causes if str(c)), "")
         detail = redact(said, self._api_key) or "no details"
         cause = transport_cause(exc)
