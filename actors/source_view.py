@@ -100,8 +100,8 @@ class SourceReader:
         snapshot_id: str | None = None,
         collection: str | None = None,
     ) -> SourceView:
-        """The cited block among its section's neighbours, read from the snapshot the answer
-        used (or the active one); says plainly when that snapshot is gone."""
+        """The cited block among its neighbours in the document, read from the snapshot the
+        answer used (or the active one); says plainly when that snapshot is gone."""
         name = self.app.resolve_collection(collection)
         # One hop off the event loop for the whole lookup: opening the snapshot, reading the
         # context and checking the original file each cost a GIL hand-off when imports keep
