@@ -83,7 +83,7 @@ def _serve_instrumented(port: int, groups_file: Path) -> None:
             finally:
                 timings["source_view"].append(time.perf_counter() - t0)
 
-        async def render_pdf_page(self, *args: Any, **kw: Any) -> bytes:
+        async def render_pdf_page(self, *args: Any, **kw: Any) -> Any:
             t0 = time.perf_counter()
             try:
                 return await super().render_pdf_page(*args, **kw)
