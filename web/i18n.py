@@ -124,7 +124,6 @@ TEXTS: dict[str, tuple[str, str]] = {
     "source.close": ("Close", "关闭"),
     "source.section": ("Section: {section}", "章节:{section}"),
     "source.not_found": ("This source cannot be shown: {message}", "无法显示此来源:{message}"),
-    "source.page_image": ("Page {page} of the original PDF", "原始 PDF 第 {page} 页"),
     "source.no_page_image": ("No page image: {message}", "没有页面图像:{message}"),
     "source.cited": ("cited", "被引用"),
     "source.pdf_unknown": (
@@ -616,6 +615,15 @@ TEXTS: dict[str, tuple[str, str]] = {
         "OpenAI 兼容接口",
     ),
     "set.dimensions": ("Dimensions", "维度"),
+    "set.ocr_group": ("Scanned documents", "扫描文档"),
+    "set.ocr": (
+        "Recognise scanned PDF pages (offline OCR)",
+        "识别扫描版 PDF 页面(离线 OCR)",
+    ),
+    "set.ocr_max_pages": (
+        "Most pages recognised per document",
+        "每个文档最多识别的页数",
+    ),
     "set.network": ("Network", "网络"),
     "set.proxy": ("Proxy (empty = system setting)", "代理(留空 = 使用系统设置)"),
     "set.ca_bundle": ("CA bundle file (empty = system)", "CA 证书文件(留空 = 系统默认)"),
