@@ -31,6 +31,28 @@ if TYPE_CHECKING:  # the same names, for type checkers
     from actors.settings import settings_at
     from actors.source_view import SOURCE_RADIUS, PageImage, SourceBlock, SourceView
     from actors.spending import SpendingTotals
+    from actors.trace_compare import (
+        DiffPiece,
+        RerunEstimate,
+        TraceComparison,
+        answer_diff,
+        citation_change,
+    )
+    from actors.trace_story import (
+        AdmissionStep,
+        ConversationMessage,
+        ModelStep,
+        StoryBlock,
+        ToolStep,
+        TraceStory,
+        conversation_of,
+    )
+    from actors.trace_timeline import (
+        TraceTotals,
+        WaterfallRow,
+        trace_totals,
+        waterfall,
+    )
     from actors.trace_writer import WriterHealth
     from actors.tracing import trace_document
     from actors.upgrade import explain_upgrade, open_data, run_upgrade
@@ -85,6 +107,7 @@ if TYPE_CHECKING:  # the same names, for type checkers
     from engine.secrets import ENV_NAMES, KeyName
     from engine.trace import (
         EvidenceReplay,
+        RerunReport,
         RetrievalReplay,
         RunOutcome,
         TraceRecord,
@@ -203,6 +226,38 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     **{n: ("engine.evaluation", n) for n in ("AnswerCheck", "EvalResult", "GoldItem", "RunRecord")},
     "BundleRegistry": ("engine.prompts.registry", "BundleRegistry"),
     "PromptBundle": ("engine.prompts.bundle", "PromptBundle"),
+    **{
+        n: ("actors.trace_story", n)
+        for n in (
+            "AdmissionStep",
+            "ConversationMessage",
+            "ModelStep",
+            "StoryBlock",
+            "ToolStep",
+            "TraceStory",
+            "conversation_of",
+        )
+    },
+    **{
+        n: ("actors.trace_timeline", n)
+        for n in (
+            "TraceTotals",
+            "WaterfallRow",
+            "trace_totals",
+            "waterfall",
+        )
+    },
+    **{
+        n: ("actors.trace_compare", n)
+        for n in (
+            "DiffPiece",
+            "RerunEstimate",
+            "TraceComparison",
+            "answer_diff",
+            "citation_change",
+        )
+    },
+    "RerunReport": ("engine.trace", "RerunReport"),
     "trace_document": ("actors.tracing", "trace_document"),
     **{
         n: ("engine.trace", n)
@@ -226,6 +281,7 @@ __all__ = [  # the public surface; tests/test_exports.py keeps it equal to _EXPO
     "USER_ERRORS",
     "ActiveSnapshotInfo",
     "AdmissionDecided",
+    "AdmissionStep",
     "AnswerCheck",
     "AnswerDelta",
     "AnswerRetracted",
@@ -242,11 +298,13 @@ __all__ = [  # the public surface; tests/test_exports.py keeps it equal to _EXPO
     "Citation",
     "Config",
     "ConfigError",
+    "ConversationMessage",
     "ConversationSummary",
     "ConversationTrimmed",
     "ConversationTurn",
     "DamageView",
     "DataTooNew",
+    "DiffPiece",
     "DocumentView",
     "EditResult",
     "EvalResult",
@@ -269,12 +327,15 @@ __all__ = [  # the public surface; tests/test_exports.py keeps it equal to _EXPO
     "KeyStored",
     "MarkerNumbers",
     "ModelCallFinished",
+    "ModelStep",
     "OutlineEntry",
     "PageImage",
     "PromptBundle",
     "PromptBundleError",
     "ProtocolErrorSeen",
     "RequestFinished",
+    "RerunEstimate",
+    "RerunReport",
     "RetrievalReplay",
     "RunOutcome",
     "RunRecord",
@@ -286,20 +347,29 @@ __all__ = [  # the public surface; tests/test_exports.py keeps it equal to _EXPO
     "SpendingCapReached",
     "SpendingTotals",
     "StatusReport",
+    "StoryBlock",
     "ToolCallFinished",
     "ToolCallStarted",
+    "ToolStep",
+    "TraceComparison",
     "TraceRecord",
+    "TraceStory",
     "TraceSummary",
+    "TraceTotals",
     "TurnStarted",
     "UpgradeError",
     "UpgradeRequired",
     "UserError",
     "VersionReport",
+    "WaterfallRow",
     "WriterBusy",
     "WriterHealth",
+    "answer_diff",
     "app_version",
     "backups",
     "check_for_updates",
+    "citation_change",
+    "conversation_of",
     "create_backup",
     "data_home",
     "explain_upgrade",
@@ -320,6 +390,8 @@ __all__ = [  # the public surface; tests/test_exports.py keeps it equal to _EXPO
     "settings_at",
     "trace_document",
     "trace_id_for",
+    "trace_totals",
+    "waterfall",
 ]
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
@@ -22,6 +22,7 @@ import anyio.to_thread
 import msgspec
 
 from actors.app_state import AppState
+from actors.app_traces import TraceMethods
 from actors.catalog import Catalog, GcReport
 from actors.collections import (
     collection_names,
@@ -87,15 +88,6 @@ if TYPE_CHECKING:
     from actors.source_view import PageImage, SourceReader, SourceView
     from actors.spending import SpendingTotals
     from actors.trace_writer import TraceWriter, WriterHealth
-    from engine.trace import (
-        BundleReport,
-        EvidenceReplay,
-        RerunReport,
-        RetrievalReplay,
-        RunOutcome,
-        TraceRecord,
-        TraceSummary,
-    )
 
 # Parse workers start this long after the app does: late enough not to slow the first page
 # down, early enough to be up before a person has picked files to import.
@@ -108,7 +100,7 @@ _UPLOAD_NAME = re.compile(r"[^\w.\- ()\[\]]+")
 USER_ERRORS: tuple[type[Exception], ...] = (UserError,)
 
 
-class App:
+class App(TraceMethods):
     """The facade. Methods that are plain functions read at most a few small files (the
     active pointer, a manifest, a state file) or an already open snapshot; anything longer is
     async and runs in a worker thread or process."""
@@ -738,49 +730,6 @@ class App:
         from actors.spending import spending_for
 
         return spending_for(self).totals()
-
-    # -- traces ------------------------------------------------------------------------------
-    def traces(self, limit: int = 100, **filters: Any) -> list[TraceSummary]:
-        """The latest traces, newest first (none yet is an empty list); `filters` are
-        actors.tracing.list_traces' (kind, status, termination_reason, since_days, min_cost)."""
-        from actors.tracing import list_traces
-
-        return list_traces(self, limit=limit, **filters)
-
-    def trace(self, trace_id: str) -> TraceRecord:
-        from actors.tracing import get_trace
-
-        return get_trace(self, trace_id)
-
-    def evidence_replay(self, trace_id: str) -> EvidenceReplay:
-        """Exactly what the model saw, from the trace's artifacts (full mode only)."""
-        from actors.tracing import evidence
-
-        return evidence(self, trace_id)
-
-    async def retrieval_replay(self, trace_id: str) -> RetrievalReplay:
-        """The request's tool calls run again on its pinned snapshot, diffed."""
-        from actors.tracing import retrieval
-
-        return await retrieval(self, trace_id)
-
-    async def rerun_trace(
-        self,
-        trace_id: str,
-        runs: int,
-        on_run: Callable[[int, RunOutcome], Awaitable[None]] | None = None,
-    ) -> RerunReport:
-        """The traced request run `runs` times again on its snapshot, each run traced too."""
-        from actors.tracing import rerun, trace_writer
-
-        async with trace_writer(self) as writer:
-            return await rerun(self, trace_id, runs, writer=writer, on_run=on_run)
-
-    async def bundle_trace(self, trace_id: str, dest: Path | None = None) -> BundleReport:
-        """Write a trace's diagnostic bundle (a zip checked free of every key)."""
-        from actors.tracing import bundle
-
-        return await bundle(self, trace_id, dest)
 
     # -- prompt bundles ----------------------------------------------------------------------
     def prompt_registry(self) -> BundleRegistry:

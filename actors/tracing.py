@@ -7,6 +7,7 @@ and partial traces, never as an exception in a request. No key is ever written."
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -24,8 +25,11 @@ from actors.asking import OnEvent, chat_client, deps_for
 from actors.conversations import ConversationStore
 from actors.errors import AppError, CatalogError
 from actors.harness import open_request
+from actors.history import cited_evidence
 from actors.ingest import ImportProgress, ImportResult
 from actors.spending import spending_for
+from actors.trace_compare import RerunEstimate, TraceComparison, compare_traces, rerun_estimate
+from actors.trace_story import StoryBlock, StoryInputs, TraceStory, build_story, observation_of
 from actors.trace_writer import TraceWriter, open_trace_writer
 from engine.chat import ChatClient
 from engine.config import Config, dump_config
@@ -36,6 +40,7 @@ from engine.errors import (
     TraceStoreError,
 )
 from engine.harness import Budgets, EarlierTurn, Event, Limits, Request, run_manifest
+from engine.harness.citations import resolve
 from engine.prompts.bundle import PromptBundle
 from engine.prompts.registry import BundleRegistry, active_bundle
 from engine.secrets import ENV_NAMES, get_key
@@ -49,7 +54,9 @@ from engine.trace import (
     RerunReport,
     RetrievalReplay,
     RunOutcome,
+    Span,
     TraceKind,
+    TraceMode,
     TraceRecord,
     TraceStore,
     TraceSummary,
@@ -64,9 +71,12 @@ from engine.trace import (
     snapshot_gone,
     snapshot_of,
     summarize_reruns,
+    trace_id_for,
     write_bundle,
 )
+from engine.trace import model as m
 from engine.trace.model import REQUEST_ID
+from engine.trace.store import TraceOrder
 from engine.versions import app_version
 
 TRACES_DIR = "traces"
@@ -219,8 +229,14 @@ def list_traces(
     termination_reason: str | None = None,
     since_days: float | None = None,
     min_cost: float | None = None,
+    max_cost: float | None = None,
+    text: str | None = None,
+    since: float | None = None,
+    until: float | None = None,
+    order: TraceOrder = "newest",
 ) -> list[TraceSummary]:
-    since = None
+    """`since_days`: the last so many days; `since`/`until`: unix seconds; `text`: words the
+    question contains; `order`: newest, oldest, cost, tokens or duration first."""
     if since_days is not None:
         since = dt.datetime.now(dt.UTC).timestamp() - since_days * 86400
     with _store(app) as store:
@@ -230,7 +246,11 @@ def list_traces(
             status=status,
             termination_reason=termination_reason,
             since=since,
+            until=until,
             min_cost=min_cost,
+            max_cost=max_cost,
+            text=text,
+            order=order,
         )
 
 
@@ -375,7 +395,9 @@ async def rerun(
         with catalog.pinned(snapshot_id) as snapshot:
             deps = deps_for(app, snapshot, client, bundle=bundle, limits=limits)
             probe = run_manifest(deps, Request(question=question))
-            now = normalized(from_harness(probe), writer.mode if writer else app.config.trace.mode)
+            # What is kept afterwards (the trace mode) does not change what the request does.
+            recorded_mode = str(manifest.get("trace_mode") or record.summary.mode)
+            now = normalized(from_harness(probe), recorded_mode)
             if record.summary.manifest_hash and manifest_hash(now) != record.summary.manifest_hash:
                 same = False
                 notes.extend(_differences(manifest, msgspec.to_builtins(now)))
@@ -474,3 +496,159 @@ def _bundle_for_rerun(app: App, recorded: dict[str, Any]) -> PromptBundle:
         return active_bundle(app.data)
     except PromptBundleError as exc:
         raise AppError(str(exc)) from None
+
+
+# -- the traces page -------------------------------------------------------------------------
+
+
+async def set_trace_mode(app: App, mode: TraceMode) -> TraceMode:
+    """Record the next questions with `mode` (saved in config.toml like any setting); the
+    running writer uses it from the next trace on. Returns the mode now in effect (an
+    environment variable may still override the file)."""
+    await app.save_settings({"trace": {"mode": mode}})
+    if app.trace_writer is not None:
+        app.trace_writer.mode = app.config.trace.mode
+    return app.config.trace.mode
+
+
+def _read(store: TraceStore, span: Span, kind: str) -> bytes | None:
+    ref = next((a for a in span.artifacts if a.kind == kind and a.stored), None)
+    if ref is None:
+        return None
+    try:
+        return store.read_artifact(ref.sha256)
+    except TraceStoreError:  # removed by retention or damaged: the story says less
+        return None
+
+
+def _conversation_answer(app: App, record: TraceRecord) -> str | None:
+    """The answer as the conversation kept it (metadata traces keep only its hash)."""
+    cid, collection = record.summary.conversation_id, record.summary.collection
+    if not cid or not collection:
+        return None
+    try:
+        store = ConversationStore(app.data, collection)
+        if not store.exists(cid):
+            return None
+        turns = store.load(cid)
+    except (OSError, ValueError, InvalidCollectionName):
+        return None
+    root = next((s for s in record.spans if s.kind == "request"), None)
+    request_id = str(root.attributes.get(REQUEST_ID, "")) if root else ""
+    trace_id = record.summary.trace_id
+    for turn in turns:
+        if turn.request_id == request_id or (turn.trace_id or trace_id_for(turn.request_id)) == (
+            trace_id
+        ):
+            return turn.answer
+    return None
+
+
+def _answer_of(app: App, store: TraceStore, record: TraceRecord) -> str | None:
+    final = next((s for s in record.spans if s.kind == "final"), None)
+    raw = None if final is None else _read(store, final, "answer")
+    if raw is not None:
+        return raw.decode("utf-8", "replace")
+    return _conversation_answer(app, record)
+
+
+def _blocks(app: App, store: TraceStore, record: TraceRecord) -> dict[str, StoryBlock]:
+    """Title, section and pages of every block the request saw: from the tool results kept
+    in full mode, else looked up in the snapshot the request used (while it exists)."""
+    out: dict[str, StoryBlock] = {}
+    wanted: list[str] = []
+    for span in record.spans:
+        if span.kind != "tool_call":
+            continue
+        wanted += [str(c) for c in span.attributes.get(m.TOOL_BLOCKS, [])]
+        raw = _read(store, span, "tool_payload")
+        if raw is None:
+            continue
+        view = observation_of(
+            "<<<DATA 0>>>\n"
+            + json.dumps({"harness_status": "ok", "payload": json.loads(raw)})
+            + "\n<<<END DATA 0>>>"
+        )
+        for block in view.blocks if view else []:
+            block.text = ""
+            out[block.citation] = block
+    missing = [c for c in dict.fromkeys(wanted) if c not in out and "#" in c]
+    collection, snapshot_id = snapshot_of(record)
+    if not missing or not collection or not snapshot_id:
+        return out
+    try:
+        catalog = app.catalog(collection)
+        if catalog.manifest(snapshot_id) is None:
+            return out
+        markers = "".join(f"【来源:{c}】" for c in missing)
+        with catalog.pinned(snapshot_id) as snapshot:
+            found = resolve(markers, cited_evidence(markers), snapshot)
+    except (CatalogError, InvalidCollectionName, OSError):
+        return out
+    for c in found:
+        if c.valid:
+            out[c.citation] = StoryBlock(
+                citation=c.citation,
+                title=c.title,
+                source_label=c.source_label,
+                section=c.section_path or c.section_title,
+                page_start=c.page_start,
+                page_end=c.page_end,
+            )
+    return out
+
+
+async def story(app: App, trace_id: str) -> TraceStory:
+    """The answer's story: the record, plus what full mode kept and the snapshot still says."""
+
+    def make() -> TraceStory:
+        with _store(app) as store:
+            try:
+                record = store.get(store.resolve(trace_id))
+            except TraceStoreError as exc:
+                raise AppError(str(exc)) from None
+            replies: dict[str, str] = {}
+            for span in record.spans:
+                if span.kind == "llm_call":
+                    raw = _read(store, span, "reply")
+                    if raw is not None:
+                        replies[span.span_id] = raw.decode("utf-8", "replace")
+            inputs = StoryInputs(
+                replies=replies,
+                answer=_answer_of(app, store, record),
+                blocks=_blocks(app, store, record),
+            )
+        return build_story(record, inputs)
+
+    return await anyio.to_thread.run_sync(make)
+
+
+async def trace_answer(app: App, trace_id: str) -> str | None:
+    """A trace's answer text, when full mode or its conversation kept it."""
+
+    def read() -> str | None:
+        with _store(app) as store:
+            try:
+                record = store.get(store.resolve(trace_id))
+            except TraceStoreError as exc:
+                raise AppError(str(exc)) from None
+            return _answer_of(app, store, record)
+
+    return await anyio.to_thread.run_sync(read)
+
+
+async def compare(app: App, first: str, second: str) -> TraceComparison:
+    a = await anyio.to_thread.run_sync(get_trace, app, first)
+    b = await anyio.to_thread.run_sync(get_trace, app, second)
+    return compare_traces(
+        a,
+        b,
+        await trace_answer(app, a.summary.trace_id),
+        await trace_answer(app, b.summary.trace_id),
+    )
+
+
+def estimate(app: App, trace_id: str, runs: int) -> RerunEstimate:
+    if not 1 <= runs <= MAX_RERUNS:
+        raise AppError(f"the number of runs must be between 1 and {MAX_RERUNS}")
+    return rerun_estimate(get_trace(app, trace_id), runs)

@@ -328,6 +328,9 @@ class RunOutcome(msgspec.Struct, kw_only=True):
     invalid_citations: int
     tokens: int = 0
     cost: float = 0.0
+    # The answer's text, for showing runs side by side; None when it is not known (no answer,
+    # or the original of a metadata trace, which keeps only the answer's hash).
+    answer: str | None = None
 
 
 class RerunReport(msgspec.Struct, kw_only=True):
@@ -363,6 +366,7 @@ def outcome_of_finished(finished: RequestFinished) -> RunOutcome:
         invalid_citations=invalid,
         tokens=finished.counters.used_tokens,
         cost=finished.cost,
+        answer=finished.answer,
     )
 
 

@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -120,6 +120,14 @@ _SUMMARY_SQL = (
     "dropped, (SELECT count(*) FROM spans s WHERE s.trace_id = t.trace_id) FROM traces t"
 )
 
+TraceOrder = Literal["newest", "oldest", "cost", "tokens", "duration"]
+_ORDERS: dict[str, str] = {
+    "newest": "started DESC",
+    "oldest": "started ASC",
+    "cost": "cost DESC",
+    "tokens": "tokens DESC",
+    "duration": "coalesce(ended - started, -1) DESC",
+}
 _span_decoder = msgspec.json.Decoder(Span)
 _encode = msgspec.json.Encoder().encode
 
@@ -363,8 +371,12 @@ class TraceStore:
         since: float | None = None,
         until: float | None = None,
         min_cost: float | None = None,
+        max_cost: float | None = None,
+        text: str | None = None,
+        order: TraceOrder = "newest",
     ) -> list[TraceSummary]:
-        """Newest first; every filter is optional."""
+        """Newest first (or by `order`); every filter is optional. `text`: words the question
+        contains (case-insensitive for ASCII, each word anywhere)."""
         where: list[str] = []
         params: list[Any] = []
         for clause, value in (
@@ -374,12 +386,17 @@ class TraceStore:
             ("started >= ?", since),
             ("started < ?", until),
             ("cost >= ?", min_cost),
+            ("cost <= ?", max_cost),
         ):
             if value is not None:
                 where.append(clause)
                 params.append(value)
+        for word in (text or "").split():
+            escaped = word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            where.append("question LIKE ? ESCAPE '\\'")
+            params.append(f"%{escaped}%")
         sql = _SUMMARY_SQL + (" WHERE " + " AND ".join(where) if where else "")
-        sql += " ORDER BY started DESC, trace_id DESC LIMIT ? OFFSET ?"
+        sql += f" ORDER BY {_ORDERS[order]}, trace_id DESC LIMIT ? OFFSET ?"
         with self._lock:
             rows = self._conn.execute(sql, (*params, limit, offset)).fetchall()
         return [_summary(row) for row in rows]

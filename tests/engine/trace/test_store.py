@@ -123,6 +123,22 @@ def test_listing_filters_by_time_status_cost_and_termination(tmp_path: Path) -> 
         assert "traces_by_status" in str(plan)
 
 
+def test_listing_searches_question_words_caps_cost_and_sorts(tmp_path: Path) -> None:
+    now = time.time()
+    with TraceStore(tmp_path / "traces") as store:
+        store.apply(trace_ops(1, started=now - 2, cost=0.5))  # type: ignore[arg-type]
+        store.apply(trace_ops(2, started=now - 1, cost=0.01))  # type: ignore[arg-type]
+        store.apply(trace_ops(13, started=now, cost=0.2))  # type: ignore[arg-type]
+        ids = lambda **f: [s.trace_id for s in store.list_traces(**f)]  # noqa: E731
+        assert ids(text="QUESTION 1") == [tid(13), tid(1)]  # every word, any case
+        assert ids(text="question 13") == [tid(13)]
+        assert ids(text="50%_") == []  # LIKE's wildcards are plain characters here
+        assert ids(max_cost=0.2) == [tid(13), tid(2)]
+        assert ids(order="cost") == [tid(1), tid(13), tid(2)]
+        assert ids(order="oldest") == [tid(1), tid(2), tid(13)]
+        assert ids(order="tokens")[0] == tid(13)
+
+
 def test_drops_mark_a_trace_partial_even_when_its_rows_never_arrived(tmp_path: Path) -> None:
     with TraceStore(tmp_path / "traces") as store:
         store.apply([DropsAdd(trace_id=tid(7), count=3), DropsAdd(trace_id=tid(7), count=2)])
