@@ -33,7 +33,7 @@ FORMAT_BY_SUFFIX: dict[str, str] = {
 }
 SUPPORTED_SUFFIXES: frozenset[str] = frozenset(FORMAT_BY_SUFFIX)
 PARSER_VERSIONS: dict[str, str] = {
-    "pdf": "pdf-3",  # pdf-3: line boxes and page labels
+    "pdf": "pdf-4",  # pdf-4: text-quality check, repaired files read, overlapping CJK lines joined
     "epub": "epub-1",
     "docx": "docx-1",
     "html": "html-1",
@@ -115,9 +115,9 @@ def _not_readable(fmt: str) -> ParseError:
 def _check_content(path: Path, fmt: str, head: bytes) -> None:
     kind = _sniff(head, pdf_anywhere=fmt == "pdf")
     if fmt == "pdf":
-        if kind == "a PDF":
-            return
-        raise _wrong_kind(fmt, kind) if kind else _not_readable(fmt)
+        if kind is None or kind == "a PDF":
+            return  # no header at all: pymupdf may still read it, else it says "not a PDF"
+        raise _wrong_kind(fmt, kind)
     if fmt in ("docx", "epub"):
         if head.startswith(b"PK\x03\x04"):
             return

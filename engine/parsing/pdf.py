@@ -10,9 +10,6 @@ from __future__ import annotations
 import contextlib
 import operator
 import re
-import statistics
-import unicodedata
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import pairwise
@@ -24,22 +21,26 @@ import pymupdf
 
 from engine.errors import ParseError
 from engine.gc_pause import gc_paused
+from engine.parsing.furniture import fold_key, without_furniture
 from engine.parsing.lang import detect_lang
 from engine.parsing.limits import ParseLimits
 from engine.parsing.lines import clean_text, glue, join_lines, short_title
-from engine.parsing.model import LineBox, ParsedDocument, unexpected_failure
+from engine.parsing.model import LineBox, ParsedDocument, ParseWarning, unexpected_failure
+from engine.parsing.pdf_file import (
+    Damage,
+    checked_page_count,
+    cut_off,
+    damage_of,
+    damage_warning,
+    open_pdf,
+)
+from engine.parsing.quality import MIN_READABLE_DOCUMENT_SHARE, page_quality
 from engine.parsing.sections import SectionBuilder
 
 _mupdf: Any = pymupdf  # pymupdf ships without type hints
 
 _MONO_FONT = re.compile(r"mono|courier|typewriter|consol|menlo|code|fixed", re.IGNORECASE)
 _BOLD_FONT = re.compile(r"bold|black|heavy|semibold", re.IGNORECASE)
-_PAGE_NUMBER = re.compile(
-    r"^(?:page\s*)?(?:\d{1,4}|(?=[ivxlcdm])m{0,3}(?:cm|cd|d?c{0,3})(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3}))"
-    r"(?:\s*(?:/|of)\s*\d{1,4})?$"
-    r"|^[-–—]\s*\d{1,4}\s*[-–—]$|^第\s*\d{1,4}\s*页(?:\s*[,，/]?\s*共\s*\d{1,4}\s*页)?$",
-    re.IGNORECASE,
-)
 _NUMBER_PREFIX = re.compile(
     r"^\s*§?\s*(?:第\s*[0-9零〇一二三四五六七八九十百千两]+\s*[章节篇部卷]"
     r"|(?:chapter|part|appendix|section|附录)\s*[0-9A-Za-z]{0,4}\.?"
@@ -52,7 +53,6 @@ _LABEL = re.compile(
     r"|附录\s*[A-Z])\.?$",
     re.IGNORECASE,
 )
-_DIGITS = re.compile(r"\d+")
 _BULLET = re.compile(r"^\s*(?:[•◦▪‣●○■□\-–*]|\d{1,3}[.)]|\(\w{1,3}\))\s")
 _SENTENCE_END = frozenset(".!?。！？:：;；")
 _HEADING_END = frozenset(".,;:。，；：、")
@@ -156,11 +156,20 @@ def _extracting() -> Iterator[None]:
         _mupdf.TOOLS.unset_quad_corrections(was_skipping)
 
 
-def _page_rows(page: Any) -> list[_RowTuple]:
-    """The page's visual lines in pymupdf's order, side-by-side lines merged into one row.
+def _page_rows(page: Any) -> tuple[list[_RowTuple], int]:
+    """The page's visual lines in pymupdf's order, side-by-side lines merged into one row,
+    and how many control characters were removed from them (for the text-quality check).
+
+    Lines of one row may overlap a little: Chinese set one character per line has boxes
+    wider than the character's advance, each starting where the last one's glyph ends. They
+    are merged when a line starts at least half a row height after the previous line's start
+    and ends after it; a line printed over another (fake bold) starts at nearly the same place
+    and stays a row of its own.
 
     Runs for every line of every page, so it works on tuples and local names."""
     rows: list[_RowTuple] = []
+    controls = 0
+    last_x0 = 0.0  # where the last line merged into rows[-1] starts
     for block in page.get_text("dict", flags=_mupdf.TEXTFLAGS_TEXT)["blocks"]:
         if block["type"] != 0:
             continue
@@ -174,7 +183,9 @@ def _page_rows(page: Any) -> list[_RowTuple]:
             else:
                 text, size, bold, mono = _line_text_style(spans)
             if not text.isprintable():  # only then can clean_text change it
-                text = clean_text(text)
+                cleaned = clean_text(text)
+                controls += len(text) - len(cleaned)
+                text = cleaned
             text = text.strip()
             if not text:
                 continue
@@ -183,7 +194,11 @@ def _page_rows(page: Any) -> list[_RowTuple]:
                 px0, py0, px1, py1, ptext, psize, pbold, pmono = rows[-1]
                 # the same row: overlapping by over half the lower height, and to the right
                 overlap = min(py1, y1) - max(py0, y0)
-                if overlap > 0.5 * min(max(1.0, py1 - py0), max(1.0, y1 - y0)) and x0 >= px1 - 2:
+                lower = min(max(1.0, py1 - py0), max(1.0, y1 - y0))
+                if overlap > 0.5 * lower and (
+                    x0 >= px1 - 2 or (x0 >= last_x0 + 0.5 * lower and x1 > px1)
+                ):
+                    last_x0 = x0
                     rows[-1] = (
                         px0,
                         min(py0, y0),
@@ -195,83 +210,21 @@ def _page_rows(page: Any) -> list[_RowTuple]:
                         pmono and mono,
                     )
                     continue
+            last_x0 = x0
             rows.append((x0, y0, x1, y1, text, size, bold, mono))
-    return rows
+    return rows, controls
 
 
-# --- running headers and footers ------------------------------------------------------------
-
-
-def _key(text: str) -> str:
-    return "".join(filter(str.isalnum, unicodedata.normalize("NFKC", text).casefold()))
-
-
-def _band_rows(pages: list[list[_Row]], top: bool, row_h: float) -> list[set[int]]:
-    """Rows in a header (top) or footer band shared by many pages and set off by a gap."""
-    empty: list[set[int]] = [set() for _ in pages]
-    edges: list[float] = []
-    for rows in pages:
-        if rows:
-            edges.append(min(r.y0 for r in rows) if top else max(r.y1 for r in rows))
-    if len(edges) < 3:
-        return empty
-    modal, count = Counter(round(e / 2) for e in edges).most_common(1)[0]
-    near = sum(1 for e in edges if abs(round(e / 2) - modal) <= 1)
-    if near < max(3, 0.4 * len(edges)) or count == 0:
-        return empty
-    edge = modal * 2.0
-    found: list[set[int]] = []
-    gaps: list[float] = []
-    for rows in pages:
-        if top:
-            band = {k for k, r in enumerate(rows) if abs(r.y0 - edge) <= 3.5}
-        else:
-            band = {k for k, r in enumerate(rows) if abs(r.y1 - edge) <= 3.5}
-        rest = [r for k, r in enumerate(rows) if k not in band]
-        if band and rest:
-            if top:
-                gap = min(r.y0 for r in rest) - max(rows[k].y1 for k in band)
-            else:
-                gap = min(rows[k].y0 for k in band) - max(r.y1 for r in rest)
-            gaps.append(gap)
-            found.append(band if gap >= 0.6 * row_h else set())
-        else:
-            found.append(band)
-    if not gaps or statistics.median(gaps) < 1.2 * row_h:
-        return empty
-    return found
-
-
-def _furniture(pages: list[list[_Row]]) -> list[set[int]]:
-    """Per page, the rows that are running headers, footers or page numbers."""
-    heights = [max(1.0, r.y1 - r.y0) for rows in pages for r in rows]  # each row's height
-    row_h = statistics.median(heights) if heights else 10.0
-    drop = [
-        a | b
-        for a, b in zip(
-            _band_rows(pages, True, row_h), _band_rows(pages, False, row_h), strict=True
-        )
-    ]
-    # Text repeated at the top or bottom of many pages (numbers ignored) is furniture too.
-    edge_keys: list[dict[int, str]] = []
-    counts: Counter[str] = Counter()
-    for p, rows in enumerate(pages):
-        # rows from top to bottom, first in reading order on a tie
-        order = sorted(range(len(rows)), key=[r.y0 for r in rows].__getitem__)
-        keys = {k: _DIGITS.sub("#", _key(rows[k].text)) for k in {*order[:2], *order[-2:]}}
-        edge_keys.append(keys)
-        counts.update(set(keys.values()))
-        if rows:
-            for k in (order[0], order[-1]):
-                if _PAGE_NUMBER.match(rows[k].text.strip()):
-                    drop[p].add(k)
-    text_pages = sum(1 for rows in pages if rows)
-    threshold = max(3, 0.3 * text_pages)
-    for p, keys in enumerate(edge_keys):
-        for k, key in keys.items():
-            if key and counts[key] >= threshold:
-                drop[p].add(k)
-    return drop
+def _extract(doc: Any, numbers: range) -> tuple[list[list[_RowTuple]], list[int]]:
+    """The rows of the pages `numbers` (0-based) and the control characters each page lost."""
+    pages: list[list[_RowTuple]] = []
+    controls: list[int] = []
+    with _extracting():
+        for p in numbers:
+            rows, removed = _page_rows(doc[p])
+            pages.append(rows)
+            controls.append(removed)
+    return pages, controls
 
 
 # --- headings --------------------------------------------------------------------------------
@@ -292,7 +245,7 @@ def _find_heading(
 
     `seen` keeps the keys of text already tried: the search goes over the same rows for
     every bookmark on a page, and twice (prominent rows first)."""
-    wanted = {_key(title), _key(_strip_number(title))} - {""}
+    wanted = {fold_key(title), fold_key(_strip_number(title))} - {""}
     if not wanted:
         return None
     longest = max(len(k) for k in wanted)
@@ -306,7 +259,7 @@ def _find_heading(
                 acc = acc + glue(acc, rows[m].text) + rows[m].text if acc else rows[m].text
                 keys = seen.get(acc)
                 if keys is None:
-                    keys = seen[acc] = (_key(acc), _key(_strip_number(acc)))
+                    keys = seen[acc] = (fold_key(acc), fold_key(_strip_number(acc)))
                 full, stripped = keys
                 if full in wanted or stripped in wanted:
                     return k, m - k + 1
@@ -507,61 +460,6 @@ def _meta_title(doc: Any) -> str:
     return title
 
 
-class _PagesOnly(pymupdf.Document):
-    """A PDF opened only to read its pages' text. pymupdf loads the whole outline on every
-    open (13 ms for the 261-page Debian reference); page ranges never use it, and a long PDF
-    is opened once per range."""
-
-    def _loadOutline(self) -> None:  # pymupdf's name for it
-        return None
-
-
-def _open(path: Path, *, pages_only: bool = False) -> Any:
-    _mupdf.TOOLS.mupdf_display_errors(False)
-    _mupdf.TOOLS.mupdf_display_warnings(False)
-    try:
-        doc = (_PagesOnly if pages_only else _mupdf.open)(str(path), filetype="pdf")
-    except Exception as exc:
-        raise ParseError(
-            "corrupt",
-            "This PDF is damaged and cannot be opened; try opening it in a PDF viewer and "
-            "saving or printing it to a new PDF, then import that.",
-        ) from exc
-    if doc.needs_pass:
-        doc.close()
-        raise ParseError(
-            "encrypted",
-            "This PDF is password-protected; save a copy without the password (for example "
-            "by printing it to PDF) and import that.",
-        )
-    return doc
-
-
-def _truncated(path: Path) -> bool:
-    with path.open("rb") as fh:
-        fh.seek(0, 2)
-        size = fh.tell()
-        fh.seek(max(0, size - 2048))
-        return b"%%EOF" not in fh.read()
-
-
-def _checked_page_count(doc: Any, path: Path, limits: ParseLimits) -> int:
-    page_count: int = doc.page_count
-    if page_count == 0 or (doc.is_repaired and _truncated(path)):
-        raise ParseError(
-            "corrupt",
-            "This PDF is incomplete or damaged (it may not have finished downloading); "
-            "get a fresh copy and import it again.",
-        )
-    if page_count > limits.max_pages:
-        raise ParseError(
-            "too_large",
-            f"This PDF has {page_count:,} pages, more than the {limits.max_pages:,} "
-            "Citewise imports from one file; split it into smaller PDFs.",
-        )
-    return page_count
-
-
 def _page_labels(doc: Any) -> tuple[str, ...]:
     """The printed label of every page ("iv", "40"), () when the PDF defines none (or a
     damaged label tree: the viewer then shows physical page numbers only)."""
@@ -576,16 +474,51 @@ def _page_labels(doc: Any) -> tuple[str, ...]:
 
 
 def parse_pdf(path: Path, limits: ParseLimits) -> ParsedDocument:
-    doc = _open(path)
+    doc = open_pdf(path)
     try:
-        page_count = _checked_page_count(doc, path, limits)
-        with _extracting():
-            raw_pages = [[_Row(*row) for row in _page_rows(page)] for page in doc]
+        page_count = checked_page_count(doc, path, limits)
+        damage = damage_of(doc, path)
+        rows, controls = _extract(doc, range(page_count))
         outline, meta_title = _outline(doc), _meta_title(doc)
         labels = _page_labels(doc)
     finally:
         doc.close()
-    return _assemble(path, limits, page_count, raw_pages, outline, meta_title, labels)
+    raw_pages = [[_Row(*row) for row in page] for page in rows]
+    return _assemble(
+        path, limits, page_count, raw_pages, outline, meta_title, labels, controls, damage
+    )
+
+
+def _pages_list(pages: list[int]) -> str:
+    shown = ", ".join(str(p) for p in pages[:12]) + (" …" if len(pages) > 12 else "")
+    return f"page {shown}" if len(pages) == 1 else f"pages {shown}"
+
+
+def _screen(raw_pages: list[list[_Row]], controls: list[int]) -> tuple[list[list[_Row]], list[int]]:
+    """The pages with the rows of unreadable pages (text-quality check) taken out, and the
+    1-based numbers of those pages. Raises unreadable_text when the readable pages hold less
+    than half of the document's characters.
+
+    The hook for OCR: the pages returned here are the ones to recognise instead."""
+    qualities = [
+        page_quality([r.text for r in rows], controls[p] if p < len(controls) else 0)
+        for p, rows in enumerate(raw_pages)
+    ]
+    rejected = [p + 1 for p, q in enumerate(qualities) if not q.readable]
+    if not rejected:
+        return raw_pages, []
+    total = sum(q.chars for q in qualities)
+    readable = sum(q.chars for q in qualities if q.readable)
+    if readable < MIN_READABLE_DOCUMENT_SHARE * total:
+        raise ParseError(
+            "unreadable_text",
+            "The text in this PDF cannot be read: its fonts do not say which letters they "
+            f"draw, so {_pages_list(rejected)} came out as meaningless symbols. Export it "
+            "again from the program that made it, or run it through text recognition (OCR), "
+            "and import the result.",
+        )
+    gone = set(rejected)
+    return [[] if p + 1 in gone else rows for p, rows in enumerate(raw_pages)], rejected
 
 
 def _assemble(
@@ -596,24 +529,40 @@ def _assemble(
     outline: list[list[Any]],
     meta_title: str,
     page_labels: tuple[str, ...] = (),
+    controls: list[int] | None = None,
+    damage: Damage = "",
 ) -> ParsedDocument:
-    """The document from every page's rows: furniture, outline or font headings, paragraphs.
+    """The document from every page's rows: quality check, furniture, outline or font
+    headings, paragraphs.
 
     Everything that looks across pages happens here, from the rows alone (the file is not
     read), so rows extracted range by range in other processes, joined in page order, give
     exactly the document of one pass.
     """
-    drop = _furniture(raw_pages)
-    pages = [
-        [r for k, r in enumerate(rows) if k not in dropped]
-        for rows, dropped in zip(raw_pages, drop, strict=True)
-    ]
+    warnings: list[ParseWarning] = []
+    raw_pages, rejected = _screen(raw_pages, controls or [])
+    if rejected:
+        warnings.append(
+            ParseWarning(
+                code="unreadable_pages",
+                message=f"The text of {_pages_list(rejected)} of this PDF cannot be read (its "
+                "fonts do not say which letters they draw), so it was left out; the other "
+                "pages were imported.",
+                pages=tuple(rejected),
+            )
+        )
+    if not any(raw_pages) and damage == "cut_off":
+        raise cut_off()
+    pages = without_furniture(raw_pages)
     if not any(pages):
         raise ParseError(
             "no_text_layer",
             "This PDF has no text layer (it is probably a scan or made of images); run it "
             "through OCR, for example with a PDF editor, and import the result.",
         )
+    warning = damage_warning(damage)
+    if warning is not None:
+        warnings.insert(0, warning)
     body_size = _body_size(pages)
     splits = _outline_splits(outline, pages, body_size)
     found = sum(1 for split in splits if split.rows)
@@ -646,6 +595,7 @@ def _assemble(
         sections=sections,
         pages=page_count,
         page_labels=page_labels if len(page_labels) == page_count else (),
+        warnings=tuple(warnings),
     )
 
 
@@ -671,6 +621,7 @@ class PdfPlan(msgspec.Struct, frozen=True, kw_only=True):
     outline: list[list[Any]]  # [level, title, page] as pymupdf gives it
     meta_title: str
     page_labels: tuple[str, ...] = ()  # the printed label of every page, () when none
+    damage: Damage = ""  # what pymupdf had to repair to read the file (see damage_of)
 
 
 class PdfPart(msgspec.Struct, frozen=True, kw_only=True):
@@ -679,6 +630,7 @@ class PdfPart(msgspec.Struct, frozen=True, kw_only=True):
     stamp: tuple[int, int]
     start: int
     pages: list[list[_RowTuple]]
+    controls: list[int] = []  # per page, the control characters removed from its rows
 
 
 def _stamp(path: Path) -> tuple[int, int]:
@@ -694,15 +646,16 @@ def plan_pdf(
     path = Path(path)
     try:
         stamp = _stamp(path)
-        doc = _open(path)
+        doc = open_pdf(path)
     except Exception:
         return None
     try:
-        page_count = _checked_page_count(doc, path, limits)
+        page_count = checked_page_count(doc, path, limits)
         if page_count < 2 * pages_per_part:
             return None
         outline, meta_title = _outline(doc), _meta_title(doc)
         labels = _page_labels(doc)
+        damage = damage_of(doc, path)
     except Exception:
         return None
     finally:
@@ -715,6 +668,7 @@ def plan_pdf(
         outline=outline,
         meta_title=meta_title,
         page_labels=labels,
+        damage=damage,
     )
 
 
@@ -723,17 +677,16 @@ def parse_pdf_pages(path: Path, start: int, end: int) -> PdfPart:
     path = Path(path)
     try:
         stamp = _stamp(path)
-        doc = _open(path, pages_only=True)
+        doc = open_pdf(path, pages_only=True)
         try:
-            with _extracting():
-                pages = [_page_rows(doc[p]) for p in range(start, end)]
+            pages, controls = _extract(doc, range(start, end))
         finally:
             doc.close()
     except ParseError:
         raise
     except Exception as exc:
         raise unexpected_failure(exc) from exc
-    return PdfPart(stamp=stamp, start=start, pages=pages)
+    return PdfPart(stamp=stamp, start=start, pages=pages, controls=controls)
 
 
 def assemble_pdf(
@@ -752,6 +705,7 @@ def assemble_pdf(
             "This PDF changed while it was being imported; import it again once it is saved.",
         )
     raw_pages = [[_Row(*row) for row in rows] for part in ordered for rows in part.pages]
+    controls = [n for part in ordered for n in (part.controls or [0] * len(part.pages))]
     try:
         return _assemble(
             Path(path),
@@ -761,6 +715,8 @@ def assemble_pdf(
             plan.outline,
             plan.meta_title,
             plan.page_labels,
+            controls,
+            plan.damage,
         )
     except ParseError:
         raise

@@ -1,0 +1,67 @@
+"""Whether a page's extracted text is text a person could read, or the debris of a font
+without a Unicode mapping (control characters, private-use glyph codes, U+FFFD, C1-range
+mojibake such as Shift-JIS bytes read as Latin-1, pdfminer's "(cid:N)" runs).
+
+Pure and cheap (one pass over the page's characters); it only judges, never changes text.
+"""
+
+from __future__ import annotations
+
+import re
+
+import msgspec
+
+# A page is unreadable when at least this share of its visible characters is debris…
+MAX_DEBRIS_SHARE = 0.2
+# …or, once it has enough characters to judge, when letters and digits are this rare among
+# them (runs of one repeated character, such as dot leaders, count once).
+MIN_LETTER_SHARE = 0.25
+MIN_CHARS_FOR_LETTER_SHARE = 20
+# A document whose readable pages hold less than this share of its visible characters is
+# unreadable as a whole.
+MIN_READABLE_DOCUMENT_SHARE = 0.5
+
+_CID = re.compile(r"\(cid:\d+\)")
+_RUNS = re.compile(r"(\S)\1+")
+_SPACE = re.compile(r"\s+")
+_LETTER = re.compile(r"[^\W_]")  # letters and digits of every script
+# Never text: C0/C1 controls and DEL; private use (a glyph code, not a character); U+FFFD and
+# noncharacters (U+FFFE, U+FFFF, U+FDD0..U+FDEF); lone surrogates.
+_DEBRIS = re.compile(
+    "[\x00-\x1f\x7f-\x9f\ud800-\udfff\ue000-\uf8ff\ufdd0-\ufdef\ufffd-\uffff\U000f0000-\U0010ffff]"
+)
+
+
+class PageQuality(msgspec.Struct, frozen=True):
+    """The counts a verdict is made from, for one page."""
+
+    chars: int  # visible characters, control characters included
+    debris: int  # control, private-use, replacement and noncharacters, (cid:N) runs
+    letters: int  # letters, digits and combining marks, after collapsing repeated runs
+    collapsed: int  # visible characters after collapsing repeated runs, controls left out
+
+    @property
+    def readable(self) -> bool:
+        if self.chars == 0:
+            return True  # nothing to judge: an empty page is not garbled
+        if self.debris >= MAX_DEBRIS_SHARE * self.chars:
+            return False
+        if self.collapsed >= MIN_CHARS_FOR_LETTER_SHARE:
+            return self.letters >= MIN_LETTER_SHARE * self.collapsed
+        return True
+
+
+def page_quality(texts: list[str], controls: int = 0) -> PageQuality:
+    """The counts for a page whose lines are `texts`; `controls` are control characters the
+    extraction already removed from them (they count as debris)."""
+    text = _SPACE.sub("", "".join(texts))
+    chars = len(text) + controls
+    debris = controls
+    if "(cid:" in text:
+        debris += sum(len(m) for m in _CID.findall(text))
+        text = _CID.sub("", text)
+    if not text.isascii() or not text.isprintable():
+        debris += len(_DEBRIS.findall(text))
+    collapsed = _RUNS.sub(r"\1", text)
+    letters = len(_LETTER.findall(collapsed))
+    return PageQuality(chars=chars, debris=debris, letters=letters, collapsed=len(collapsed))
