@@ -1,8 +1,10 @@
 """DOCX (Word) to sections: body paragraphs and tables in order, headings from paragraph styles.
 
-Reads word/document.xml, word/styles.xml and docProps/core.xml through SafeArchive, so the
-archive is vetted before anything is inflated and no XML part may declare a DTD. Headings
-come from outline levels (direct or through the style chain) or Heading 1-9 / Title styles.
+Footnotes, endnotes and comments follow the body as their own labelled sections; a text box
+is read once (Word stores it twice). Reads word/document.xml, its notes, word/styles.xml and
+docProps/core.xml through SafeArchive, so the archive is vetted before anything is inflated
+and no XML part may declare a DTD. Headings come from outline levels (direct or through the
+style chain) or Heading 1-9 / Title styles.
 """
 
 from __future__ import annotations
@@ -48,6 +50,9 @@ class _Doc:
         self.w = w
         self.styles = styles
         self._depths: dict[str, int | None] = {}
+        # The mark a reader sees for each note, in order of first reference in the body:
+        # footnotes 1, 2, 3 and endnotes i, ii, iii (Word's default numbering).
+        self.marks: dict[tuple[str, str], str] = {}
 
     def tag(self, local: str) -> str:
         return f"{{{self.w}}}{local}"
@@ -78,6 +83,13 @@ class _Doc:
             return self._resolve(style.based_on, hops + 1)
         return None
 
+    def mark(self, kind: str, note_id: str) -> str:
+        key = (kind, note_id)
+        if key not in self.marks:
+            n = 1 + sum(1 for k, _ in self.marks if k == kind)
+            self.marks[key] = str(n) if kind == "footnotes" else _roman(n)
+        return self.marks[key]
+
     def is_code(self, style_id: str | None) -> bool:
         hops = 0
         while style_id and hops < 20:
@@ -91,6 +103,18 @@ class _Doc:
 
 
 _SKIP_LOCAL = frozenset({"pPr", "rPr", "del", "moveFrom", "instrText", "delText", "fldChar"})
+_MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
+# Notes Word draws itself (the separator lines above footnotes), not text anyone wrote.
+_NOTE_CHROME = frozenset({"separator", "continuationSeparator", "continuationNotice"})
+_NOTE_PARTS = (  # (relationship type suffix, default part, element, kind)
+    ("/footnotes", "word/footnotes.xml", "footnote", "footnotes"),
+    ("/endnotes", "word/endnotes.xml", "endnote", "endnotes"),
+    ("/comments", "word/comments.xml", "comment", "comments"),
+)
+_NOTE_TITLES = {
+    "en": {"footnotes": "Footnotes", "endnotes": "Endnotes", "comments": "Comments"},
+    "zh": {"footnotes": "脚注", "endnotes": "尾注", "comments": "批注"},
+}
 
 
 def _text(doc: _Doc, el: ET.Element) -> str:
@@ -106,6 +130,18 @@ def _text(doc: _Doc, el: ET.Element) -> str:
         tag = child.tag
         local = tag[len(ns) :] if isinstance(tag, str) and tag.startswith(ns) else None
         if local in _SKIP_LOCAL:
+            continue
+        if tag == f"{_MC}AlternateContent":
+            # Word writes a text box twice, as DrawingML (Choice) and as VML (Fallback):
+            # read one of them.
+            choice = child.find(f"{_MC}Choice")
+            chosen = choice if choice is not None else child.find(f"{_MC}Fallback")
+            stack.append(iter([] if chosen is None else list(chosen)))
+            continue
+        if local in ("footnoteReference", "endnoteReference"):
+            kind = "footnotes" if local == "footnoteReference" else "endnotes"
+            mark = doc.mark(kind, doc.attr(child, "id") or "")
+            parts.append(f"[{mark}]")
             continue
         if local == "t":
             parts.append(child.text or "")
@@ -163,6 +199,68 @@ def _walk(doc: _Doc, container: ET.Element, builder: SectionBuilder) -> None:
             _walk(doc, child, builder)
 
 
+def _roman(n: int) -> str:
+    out = ""
+    for value, letters in (
+        (1000, "m"), (900, "cm"), (500, "d"), (400, "cd"), (100, "c"), (90, "xc"),
+        (50, "l"), (40, "xl"), (10, "x"), (9, "ix"), (5, "v"), (4, "iv"), (1, "i"),
+    ):  # fmt: skip
+        while n >= value:
+            out, n = out + letters, n - value
+    return out
+
+
+def _note_parts(zf: SafeArchive, main: str) -> dict[str, str]:
+    """kind -> part name of the footnotes, endnotes and comments the main part links to."""
+    rels = posixpath.join(posixpath.dirname(main), "_rels", posixpath.basename(main) + ".rels")
+    found: dict[str, str] = {}
+    if zf.find(rels) is not None:
+        for rel in zf.read_xml(rels).iter(_REL):
+            rel_type, target = rel.get("Type") or "", rel.get("Target") or ""
+            for suffix, _, _, kind in _NOTE_PARTS:
+                if rel_type.endswith(suffix) and target and rel.get("TargetMode") != "External":
+                    base = "" if target.startswith("/") else posixpath.dirname(main)
+                    name = posixpath.normpath(posixpath.join(base, target.lstrip("/")))
+                    if zf.find(name) is not None:
+                        found[kind] = name
+    for _, default, _, kind in _NOTE_PARTS:
+        if kind not in found and zf.find(default) is not None:
+            found[kind] = default
+    return found
+
+
+def _notes(doc: _Doc, zf: SafeArchive, main: str, lang: str, builder: SectionBuilder) -> None:
+    """Footnotes, endnotes and comments, each kind its own top-level section after the body;
+    every note one paragraph that starts with the mark it has in the body."""
+    titles = _NOTE_TITLES.get(lang, _NOTE_TITLES["en"])
+    parts = _note_parts(zf, main)
+    for _, _, element, kind in _NOTE_PARTS:
+        if kind not in parts:
+            continue
+        root = zf.read_xml(parts[kind])
+        notes: list[tuple[int, str]] = []  # (order, text)
+        for i, note in enumerate(root.iter(doc.tag(element))):
+            if doc.attr(note, "type") in _NOTE_CHROME:
+                continue
+            text = "\n".join(
+                t for p in note.iter(doc.tag("p")) if (t := " ".join(_text(doc, p).split()))
+            )
+            if not text:
+                continue
+            if kind == "comments":
+                author = " ".join((doc.attr(note, "author") or "").split())
+                notes.append((i, f"[{i + 1}{', ' + author if author else ''}] {text}"))
+                continue
+            key = (kind, doc.attr(note, "id") or "")
+            referenced = key in doc.marks  # else numbered after those the body refers to
+            mark = doc.mark(*key)
+            order = list(doc.marks).index(key) if referenced else len(doc.marks) + i
+            notes.append((order, f"[{mark}] {text}"))
+        if notes and builder.heading(titles[kind], 1):
+            for _, text in sorted(notes):
+                builder.paragraph(text)
+
+
 def _main_part(zf: SafeArchive) -> str:
     if zf.find("_rels/.rels") is not None:
         for rel in zf.read_xml("_rels/.rels").iter(_REL):
@@ -205,7 +303,8 @@ def _core_title(zf: SafeArchive) -> str:
 def parse_docx(path: Path, limits: ParseLimits) -> ParsedDocument:
     builder = SectionBuilder(limits.max_sections)
     with SafeArchive(path, limits, _KIND) as zf:
-        root = zf.read_xml(_main_part(zf))
+        main = _main_part(zf)
+        root = zf.read_xml(main)
         w = next((ns for ns in _MAIN_NAMESPACES if root.tag == f"{{{ns}}}document"), None)
         body = root.find(f"{{{w}}}body") if w else None
         if w is None or body is None:
@@ -215,10 +314,10 @@ def parse_docx(path: Path, limits: ParseLimits) -> ParsedDocument:
                 "again in Word or LibreOffice and import it again.",
             )
         doc = _Doc(w, _styles(zf, w))
-        title = _core_title(zf)
+        title = _core_title(zf) or builder.first_heading or ""
         _walk(doc, body, builder)
-    title = title or builder.first_heading or path.stem
+        title = title or builder.first_heading or path.stem
+        lang = detect_lang(builder.texts())
+        _notes(doc, zf, main, lang, builder)
     sections = builder.finish(title)
-    return ParsedDocument(
-        title=title, lang=detect_lang(builder.texts()), format="docx", sections=sections
-    )
+    return ParsedDocument(title=title, lang=lang, format="docx", sections=sections)
