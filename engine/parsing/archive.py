@@ -26,6 +26,19 @@ def _unsafe_name(name: str) -> bool:
     return any(part == ".." for part in re.split(r"[/\\]", name))
 
 
+def _utf8_spelling(info: zipfile.ZipInfo) -> str | None:
+    """The member's name read as UTF-8 when zipfile read it as cp437 and its bytes are valid
+    UTF-8 (and not plain ASCII, where both spellings agree); else None."""
+    if info.flag_bits & 0x800:
+        return None
+    try:
+        raw = info.filename.encode("cp437")
+        utf8 = raw.decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return None
+    return utf8 if utf8 != info.filename else None
+
+
 class SafeArchive:
     """A checked ZIP archive; `kind` names the document type in messages ("Word document")."""
 
@@ -43,7 +56,16 @@ class SafeArchive:
             ) from exc
         self._check(infos)
         self._infos = {info.filename: info for info in infos}
+        # A name without the UTF-8 flag is decoded as cp437 by zipfile, but many tools write
+        # UTF-8 without setting the flag: such a member is found by its UTF-8 spelling too.
+        self._aliases = {
+            utf8: info.filename
+            for info in infos
+            if (utf8 := _utf8_spelling(info)) is not None and utf8 not in self._infos
+        }
         self._folded = {name.casefold(): name for name in self._infos}
+        for alias, stored in self._aliases.items():
+            self._folded.setdefault(alias.casefold(), stored)
         self._inflated = 0
 
     def _check(self, infos: list[zipfile.ZipInfo]) -> None:
@@ -93,6 +115,8 @@ class SafeArchive:
         """The stored member name for `name` (exact, else case-insensitive), or None."""
         if name in self._infos:
             return name
+        if name in self._aliases:
+            return self._aliases[name]
         return self._folded.get(name.casefold())
 
     def read(self, name: str) -> bytes:

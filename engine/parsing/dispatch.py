@@ -34,11 +34,11 @@ FORMAT_BY_SUFFIX: dict[str, str] = {
 SUPPORTED_SUFFIXES: frozenset[str] = frozenset(FORMAT_BY_SUFFIX)
 PARSER_VERSIONS: dict[str, str] = {
     "pdf": "pdf-4",  # pdf-4: text-quality check, repaired files read, overlapping CJK lines joined
-    "epub": "epub-1",
-    "docx": "docx-1",
-    "html": "html-1",
-    "markdown": "markdown-1",
-    "text": "text-1",
+    "epub": "epub-2",  # epub-2: inline SVG text, <object> fallbacks, in-chapter footers
+    "docx": "docx-2",  # docx-2: footnotes, endnotes, comments; text boxes once
+    "html": "html-2",  # html-2: main content only
+    "markdown": "markdown-2",  # -2: Latin-1 and damaged UTF-8 import with a warning
+    "text": "text-2",
 }
 
 _NAMES = {

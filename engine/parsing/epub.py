@@ -25,7 +25,7 @@ _CONTAINER = "{urn:oasis:names:tc:opendocument:xmlns:container}"
 _OPF = "{http://www.idpf.org/2007/opf}"
 _DC_TITLE = "{http://purl.org/dc/elements/1.1/}title"
 _ENC = "{http://www.w3.org/2001/04/xmlenc#}"
-_HTML_TYPES = frozenset({"application/xhtml+xml", "text/html", "application/xml"})
+_HTML_TYPES = frozenset({"application/xhtml+xml", "text/html", "application/xml", "image/svg+xml"})
 # Font obfuscation, not DRM: the text stays readable.
 _FONT_OBFUSCATION = frozenset(
     {"http://www.idpf.org/2008/embedding", "http://ns.adobe.com/pdf/enc#RC"}
@@ -108,7 +108,7 @@ def _spine(opf: ET.Element, base_dir: str) -> list[str]:
 
 
 def parse_epub(path: Path, limits: ParseLimits) -> ParsedDocument:
-    extractor = new_extractor(limits)
+    extractor = new_extractor(limits, book=True)
     with SafeArchive(path, limits, _KIND) as zf:
         opf_path = _rootfile(zf)
         if zf.find(opf_path) is None:

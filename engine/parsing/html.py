@@ -1,8 +1,9 @@
 """HTML (and EPUB XHTML) to sections: headings h1-h6, paragraphs from block elements.
 
-Skips page chrome that is not the document: scripts, styles, navigation, footers, Sphinx
-sidebars and "related" bars, headerlink anchors. Uses only the stdlib html.parser, which
-never fetches anything and never expands declared entities.
+A web page is first cut to its main content (main_content.py). Skips page chrome that is not
+the document: scripts, styles, navigation, footers, Sphinx sidebars and "related" bars,
+headerlink anchors. Sections come from the stdlib html.parser, which never fetches anything
+and never expands declared entities; lxml (for the cut) fetches nothing either.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from pathlib import Path
 
 from engine.parsing.lang import detect_lang
 from engine.parsing.limits import ParseLimits
-from engine.parsing.lines import clean_text, collapse_whitespace, short_title
+from engine.parsing.lines import clean_text, collapse_whitespace, join_lines, short_title
+from engine.parsing.main_content import link_density_cut, page_title
 from engine.parsing.model import ParsedDocument
 from engine.parsing.sections import SectionBuilder
 from engine.parsing.text import check_not_binary
@@ -37,6 +39,10 @@ _SKIP_TAGS = frozenset(
         "canvas",
     }
 )
+# A book's own markup: inline SVG carries text in <text>, <object> holds its fallback content,
+# and a <footer> inside a chapter is part of the chapter (notes, attributions).
+_BOOK_KEEPS = frozenset({"svg", "object", "footer"})
+_BOOK_SKIP_TAGS = _SKIP_TAGS - _BOOK_KEEPS
 _SKIP_CLASSES = frozenset(
     {
         "sphinxsidebar",
@@ -117,9 +123,12 @@ _BR = "\x00br\x00"  # placeholder for <br> inside a paragraph; C0 is stripped fr
 class HtmlExtractor(HTMLParser):
     """Feeds one SectionBuilder; can be fed several documents in turn (EPUB spine)."""
 
-    def __init__(self, builder: SectionBuilder) -> None:
+    def __init__(self, builder: SectionBuilder, book: bool = False) -> None:
         super().__init__(convert_charrefs=True)
         self.builder = builder
+        self._skip_tags = _BOOK_SKIP_TAGS if book else _SKIP_TAGS
+        self._svg = 0  # depth inside inline <svg> (books only)
+        self._svg_lines: list[str] | None = None  # the <tspan> lines of the current <text>
         self.title = ""
         self._in_title = False
         self._title_parts: list[str] = []
@@ -139,9 +148,10 @@ class HtmlExtractor(HTMLParser):
         self.reset()
         self._skip_tag, self._skip_nest = None, 0
         self._in_title = False
+        self._svg, self._svg_lines = 0, None
 
     def _skips(self, tag: str, attrs: list[tuple[str, str | None]]) -> bool:
-        if tag in _SKIP_TAGS:
+        if tag in self._skip_tags:
             return True
         for name, value in attrs:
             if name == "class" and value and not _SKIP_CLASSES.isdisjoint(value.split()):
@@ -153,7 +163,7 @@ class HtmlExtractor(HTMLParser):
         return False
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "title" and not self.title and self._skip_tag in (None, "head"):
+        if tag == "title" and not self.title and self._skip_tag in (None, "head") and not self._svg:
             self._in_title = True
             self._title_parts = []
             return
@@ -165,6 +175,22 @@ class HtmlExtractor(HTMLParser):
             return
         if tag not in _VOID and self._skips(tag, attrs):
             self._skip_tag, self._skip_nest = tag, 1
+            return
+        if tag == "svg" and "svg" not in self._skip_tags:
+            if not self._svg:
+                self._flush()
+            self._svg += 1
+            return
+        if self._svg:
+            if tag == "text":
+                self._svg_lines = [""]
+            elif (
+                tag == "tspan"
+                and self._svg_lines is not None
+                and self._svg_lines[-1].strip()
+                and any(name in ("y", "dy") for name, _ in attrs)  # a new printed line
+            ):
+                self._svg_lines.append("")
             return
         if tag in _HEADINGS and self._cell is None:
             self._flush()
@@ -217,6 +243,16 @@ class HtmlExtractor(HTMLParser):
                 if self._skip_nest == 0:
                     self._skip_tag = None
             return
+        if self._svg:
+            if tag == "svg":
+                self._svg -= 1
+            elif tag == "text" and self._svg_lines is not None:
+                lines = [collapse_whitespace(clean_text(line)) for line in self._svg_lines]
+                self._svg_lines = None
+                text = join_lines(lines)
+                if text:
+                    self.builder.paragraph(text)
+            return
         if tag in _HEADINGS and self._heading is not None:
             text = collapse_whitespace(clean_text("".join(self._heading_parts)))
             level, self._heading = self._heading, None
@@ -246,6 +282,9 @@ class HtmlExtractor(HTMLParser):
     def handle_data(self, data: str) -> None:
         if self._in_title:
             self._title_parts.append(data)
+        elif self._svg:
+            if self._svg_lines is not None:
+                self._svg_lines[-1] += data
         elif self._skip_tag is None:
             self._text(data)
 
@@ -344,15 +383,39 @@ def feed_html(extractor: HtmlExtractor, text: str) -> None:
     extractor.finish_document()
 
 
-def new_extractor(limits: ParseLimits) -> HtmlExtractor:
-    return HtmlExtractor(SectionBuilder(limits.max_sections))
+def new_extractor(limits: ParseLimits, book: bool = False) -> HtmlExtractor:
+    """An extractor for web pages, or (book) for EPUB chapters, which keep inline SVG text,
+    <object> fallbacks and in-chapter footers."""
+    return HtmlExtractor(SectionBuilder(limits.max_sections), book=book)
+
+
+def _extract(html: str, limits: ParseLimits) -> HtmlExtractor:
+    extractor = new_extractor(limits)
+    feed_html(extractor, html)
+    return extractor
+
+
+def _chars(extractor: HtmlExtractor) -> int:
+    return sum(len(text) for text in extractor.builder.texts())
+
+
+def main_content(html: str, limits: ParseLimits) -> HtmlExtractor:
+    """The page's article through the extractor; the whole page when the cut leaves no text
+    (the cut must never turn a page with text into "no_text")."""
+    cut = link_density_cut(html)
+    if cut is not None:
+        article = _extract(cut, limits)
+        if _chars(article):
+            return article
+    return _extract(html, limits)
 
 
 def parse_html(path: Path, data: bytes, limits: ParseLimits) -> ParsedDocument:
-    extractor = new_extractor(limits)
-    feed_html(extractor, check_not_binary(decode_html(data)))
+    html = check_not_binary(decode_html(data))
+    extractor = main_content(html, limits)
     builder = extractor.builder
-    title = short_title(strip_site_suffix(extractor.title)) or builder.first_heading or path.stem
+    page = page_title(html)
+    title = short_title(strip_site_suffix(page)) or builder.first_heading or path.stem
     sections = builder.finish(title)
     return ParsedDocument(
         title=title,
