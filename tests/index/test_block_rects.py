@@ -87,7 +87,7 @@ def test_rects_take_twelve_bytes_each(tmp_path: Path, docs: list[DocumentRecord]
     assert size == RECTS_HEADER.itemsize + 4 * (n_blocks + 1) + 12 * n_rects
 
 
-def _as_written_before_rects(directory: Path) -> None:
+def as_written_before_rects(directory: Path) -> None:
     """Make `directory` what a build before rects wrote: no rects.bin, and documents.msgpack
     without page labels (both absent from the manifest's file list)."""
 
@@ -110,7 +110,7 @@ def test_a_snapshot_from_before_rects_opens_without_them(
     tmp_path: Path, docs: list[DocumentRecord]
 ) -> None:
     _build(tmp_path / "s1", docs)
-    _as_written_before_rects(tmp_path / "s1")
+    as_written_before_rects(tmp_path / "s1")
     with Snapshot.open(tmp_path / "s1") as snap:
         assert snap.page_labels(0) == ()
         assert all(snap.block_rects(i) == () for i in range(snap.n_blocks))
