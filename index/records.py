@@ -48,9 +48,8 @@ class BlockRecord(msgspec.Struct, frozen=True, kw_only=True):
     tokens: int  # DeepSeek tokenizer count of `text`
     page_start: int | None = None  # 1-based physical pages (PDF only)
     page_end: int | None = None
-    rects: tuple[
-        PageRect, ...
-    ] = ()  # PDF: the block's lines on its pages; () before they were kept
+    # PDF: where the block's lines are printed; () for other formats and before they were kept
+    rects: tuple[PageRect, ...] = ()
 
 
 class DocumentRecord(msgspec.Struct, frozen=True, kw_only=True):
