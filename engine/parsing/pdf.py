@@ -104,6 +104,14 @@ _RowTuple = tuple[float, float, float, float, str, float, bool, bool]
 
 _span_style = operator.itemgetter("font", "flags", "size")
 
+# Two or more Han characters, each alone between spaces: letter-spaced Chinese, not words.
+_HAN = "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"
+_SPACED_HAN = re.compile(rf"(?<!\w){_HAN}(?: {_HAN})+(?!\w)")
+
+
+def _close_up(m: re.Match[str]) -> str:
+    return m.group(0).replace(" ", "")
+
 
 def _line_text_style(spans: list[dict[str, Any]]) -> tuple[str, float, bool, bool]:
     """The raw text of a line of several spans and its (size, bold, mono), each by the share
@@ -162,9 +170,10 @@ def _page_rows(page: Any) -> tuple[list[_RowTuple], int]:
 
     Lines of one row may overlap a little: Chinese set one character per line has boxes
     wider than the character's advance, each starting where the last one's glyph ends. They
-    are merged when a line starts at least half a row height after the previous line's start
-    and ends after it; a line printed over another (fake bold) starts at nearly the same place
-    and stays a row of its own.
+    are merged when a line starts at least a quarter of the row height after the previous
+    line's start and ends after it; a line printed over another (fake bold) starts at nearly
+    the same place and stays a row of its own. Han characters set with a space between every
+    two ("全 世 界", "目 录") are closed up, so a phrase reads as one word.
 
     Runs for every line of every page, so it works on tuples and local names."""
     rows: list[_RowTuple] = []
@@ -189,6 +198,8 @@ def _page_rows(page: Any) -> tuple[list[_RowTuple], int]:
             text = text.strip()
             if not text:
                 continue
+            if " " in text and not text.isascii():
+                text = _SPACED_HAN.sub(_close_up, text)
             x0, y0, x1, y1 = line["bbox"]
             if rows:
                 px0, py0, px1, py1, ptext, psize, pbold, pmono = rows[-1]
@@ -196,7 +207,7 @@ def _page_rows(page: Any) -> tuple[list[_RowTuple], int]:
                 overlap = min(py1, y1) - max(py0, y0)
                 lower = min(max(1.0, py1 - py0), max(1.0, y1 - y0))
                 if overlap > 0.5 * lower and (
-                    x0 >= px1 - 2 or (x0 >= last_x0 + 0.5 * lower and x1 > px1)
+                    x0 >= px1 - 2 or (x0 >= last_x0 + 0.25 * lower and x1 > px1)
                 ):
                     last_x0 = x0
                     rows[-1] = (
