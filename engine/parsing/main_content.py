@@ -104,7 +104,10 @@ def link_density_cut(html: str) -> str | None:
         if n == 0:
             continue
         density = _link_len(el) / n
-        if (density > 0.5 and n < 1000) or (el.tag in ("ul", "ol") and density > 0.7):
+        # A paragraph is prose that may cite links ("Source files: a.js, b.js"); a list or a
+        # box of mostly links is a menu or a "related" bar.
+        limit = 0.8 if el.tag == "p" else 0.5
+        if (density > limit and n < 1000) or (el.tag in ("ul", "ol") and density > 0.7):
             el.drop_tree()
     return str(lxml.html.tostring(root, encoding="unicode"))
 
