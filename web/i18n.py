@@ -13,6 +13,7 @@ import re
 from typing import Literal
 
 from web.i18n_errors import ERROR_TEXTS
+from web.i18n_traces import TRACE_TEXTS
 
 Lang = Literal["en", "zh"]
 LANGUAGES: dict[Lang, str] = {"en": "English", "zh": "中文"}
@@ -671,110 +672,6 @@ TEXTS: dict[str, tuple[str, str]] = {
     ),
     "set.key.env_details": ("Environment variable: {env}", "环境变量:{env}"),
     "set.key.empty": ("Paste the key first.", "请先粘贴 Key。"),
-    # traces
-    "tr.list": ("Requests", "请求记录"),
-    "tr.none": (
-        "No traces yet: ask a question and its trace appears here.",
-        "还没有追踪记录:提一个问题后,它的追踪会出现在这里。",
-    ),
-    "tr.pick": ("Choose a request on the left.", "请在左侧选择一个请求。"),
-    "tr.row": (
-        "{started} · {status} · {reason} · {tokens} {tokens|token|tokens} · {cost} {currency}",
-        "{started} · {status} · {reason} · {tokens} 个 token · {cost} {currency}",
-    ),
-    "tr.summary": (
-        "{status} · {reason} · {tokens} chat {tokens|token|tokens} · {cost} {currency} · "
-        "{ms} ms · snapshot {snapshot} · {mode}",
-        "{status} · {reason} · {tokens} 个对话 token · {cost} {currency} · {ms} 毫秒 · "
-        "快照 {snapshot} · {mode}",
-    ),
-    "tr.partial": (
-        "This trace is partial: {dropped} {dropped|record was|records were} lost on the way to "
-        "the store.",
-        "此追踪不完整:有 {dropped} 条记录在写入时丢失。",
-    ),
-    "tr.spans": ("Span tree", "调用树"),
-    "tr.status.ok": ("answered", "已回答"),
-    "tr.status.error": ("failed", "失败"),
-    "tr.status.running": ("still running", "进行中"),
-    "tr.status.unset": ("no status", "无状态"),
-    "tr.span_status.ok": ("done", "完成"),
-    "tr.span_status.error": ("failed", "失败"),
-    "tr.span_status.unset": ("no status", "无状态"),
-    "tr.reason.finished": ("finished", "正常结束"),
-    "tr.reason.clarification": ("asked for clarification", "请求澄清"),
-    "tr.reason.budget": ("budget used up", "预算用尽"),
-    "tr.reason.tool_call_limit": ("tool call limit", "达到工具调用上限"),
-    "tr.reason.protocol_error": ("the model broke the protocol", "模型未遵守协议"),
-    "tr.reason.model_error": ("the model service failed", "模型服务出错"),
-    "tr.reason.cancelled": ("stopped", "已停止"),
-    "tr.reason.internal_error": ("internal error", "内部错误"),
-    "tr.reason.collection_unavailable": ("collection unavailable", "资料集不可用"),
-    "tr.kind.request": ("Question", "提问"),
-    "tr.kind.turn": ("Turn", "轮次"),
-    "tr.kind.llm_call": ("Model call", "模型调用"),
-    "tr.kind.tool_call": ("Tool call", "工具调用"),
-    "tr.kind.admission": ("Evidence admission", "证据准入"),
-    "tr.kind.final": ("Final answer", "最终回答"),
-    "tr.kind.ingest": ("Import", "导入"),
-    "tr.mode.metadata": ("metadata only", "仅元数据"),
-    "tr.mode.full": ("full diagnostics", "完整诊断"),
-    "tr.attr.gen_ai.request.model": ("Model", "模型"),
-    "tr.attr.gen_ai.usage.input_tokens": ("Input tokens", "输入 token"),
-    "tr.attr.gen_ai.usage.output_tokens": ("Output tokens", "输出 token"),
-    "tr.attr.citewise.cost": ("Cost", "花费"),
-    "tr.attr.gen_ai.tool.name": ("Tool", "工具"),
-    "tr.attr.citewise.tool.args": ("Arguments", "参数"),
-    "tr.attr.citewise.tool.outcome": ("Outcome", "结果"),
-    "tr.attr.citewise.harness_status": ("Harness status", "执行状态"),
-    "tr.attr.citewise.termination_reason": ("Why it ended", "结束原因"),
-    "tr.attr.citewise.error.message": ("Error", "错误"),
-    "tr.turn": ("turn {n}", "第 {n} 轮"),
-    "tr.evidence": ("Evidence replay", "证据重放"),
-    "tr.retrieval": ("Retrieval replay", "检索重放"),
-    "tr.evidence_metadata": (
-        "The prompts, tool results and answer of this request were not kept: it was recorded "
-        "with metadata only. Choose full diagnostics under Traces in Settings to keep them for "
-        "future questions.",
-        "本次请求的提示词、工具结果和回答没有保存:记录时只保存了元数据。"
-        "如需为以后的提问保存,请在“设置”的“追踪”中选择完整诊断。",
-    ),
-    "tr.evidence_problem": (
-        "Part of what the model saw could not be rebuilt (removed or damaged).",
-        "模型看到的部分内容无法重建(已被清理或损坏)。",
-    ),
-    "tr.role.system": ("instructions", "系统指令"),
-    "tr.role.user": ("question and results", "问题与结果"),
-    "tr.role.assistant": ("model", "模型"),
-    "tr.role.tool": ("tool result", "工具结果"),
-    "tr.retrieval_gone": (
-        "Retrieval cannot be replayed: the snapshot {snapshot} this request used has been "
-        "removed by clean-up.",
-        "无法重放检索:本次请求使用的快照 {snapshot} 已被清理。",
-    ),
-    "tr.retrieval_none": (
-        "This request looked nothing up, so there is nothing to replay.",
-        "本次请求没有查找资料,因此没有可重放的内容。",
-    ),
-    "tr.retrieval_same": (
-        "All {n} {n|lookup|lookups} found the same passages in the same order again.",
-        "全部 {n} 次查找再次得到了相同顺序的相同段落。",
-    ),
-    "tr.retrieval_changed": (
-        "{changed} of {n} {n|lookup|lookups} found different passages or a different order now.",
-        "{n} 次查找中有 {changed} 次现在得到了不同的段落或顺序。",
-    ),
-    "tr.model_input": (
-        "What the model saw: turn {turn}, attempt {attempt}",
-        "模型输入:第 {turn} 轮,第 {attempt} 次",
-    ),
-    "tr.tool_output": ("Tool result {call}: {tool}", "工具结果 {call}:{tool}"),
-    "tr.same": ("same blocks, same order", "块与顺序相同"),
-    "tr.differs": ("different", "有差异"),
-    "tr.diff": (
-        "Call {call} ({tool}): {verdict}; {added} added, {removed} removed",
-        "第 {call} 次调用({tool}):{verdict};新增 {added},移除 {removed}",
-    ),
     "ask.trace": ("Trace of this answer", "查看本次回答的追踪"),
     "ask.trace_partial": (
         "The trace of this answer is partial ({dropped} {dropped|record|records} lost).",
@@ -1005,10 +902,12 @@ TEXTS: dict[str, tuple[str, str]] = {
     ),
 }
 
-# The errors' and key tests' sentences live in web/i18n_errors.py; one table all the same.
-if TEXTS.keys() & ERROR_TEXTS.keys():
-    raise RuntimeError(f"keys in both tables: {sorted(TEXTS.keys() & ERROR_TEXTS.keys())}")
-TEXTS.update(ERROR_TEXTS)
+# The errors' and key tests' sentences live in web/i18n_errors.py, the traces page's in
+# web/i18n_traces.py; one table all the same.
+for _more in (ERROR_TEXTS, TRACE_TEXTS):
+    if TEXTS.keys() & _more.keys():
+        raise RuntimeError(f"keys in two tables: {sorted(TEXTS.keys() & _more.keys())}")
+    TEXTS.update(_more)
 
 
 class Texts:

@@ -44,8 +44,8 @@ def register(app: App) -> None:
         settings_page.build(app)
 
     @ui.page("/traces", response_timeout=PAGE_TIMEOUT_S)
-    def traces(id: str | None = None) -> None:
-        traces_page.build(app, id)
+    def traces(id: str | None = None, compare: str | None = None) -> None:
+        traces_page.build(app, id, compare)
 
     @ui.page("/wizard", response_timeout=PAGE_TIMEOUT_S)
     def wizard(step: str | None = None) -> None:

@@ -159,13 +159,21 @@ async def test_every_page_and_dialog_in_chinese_has_no_english_words(
     words = english_words(visible_texts(ui_user), data_words())
     problems += [f"/library (dialogs): {w}" for w in words]
     problems += await check_page(ui_user, "/traces")
-    problems += await check_page(ui_user, trace_href, "trace-detail")
+    problems += await check_page(ui_user, trace_href, "trace-story")
     ui_user.find(marker="evidence-replay").click()
     await ui_user.should_see(marker="evidence-unavailable")
     problems += [f"evidence: {w}" for w in english_words(visible_texts(ui_user), data_words())]
     ui_user.find(marker="retrieval-replay").click()
     await ui_user.should_see(marker="retrieval-diff", retries=50)
     problems += [f"retrieval: {w}" for w in english_words(visible_texts(ui_user), data_words())]
+    # a re-run's result, then the original compared with the re-run
+    chat_server.script(search(), cite)
+    set_number(ui_user, "rerun-runs", 1)
+    ui_user.find(marker="rerun-start").click()
+    await ui_user.should_see(marker="rerun-summary", retries=200)
+    problems += [f"re-run: {w}" for w in english_words(visible_texts(ui_user), data_words())]
+    compare_href = found(ui_user, "rerun-compare-link")[0].props["href"]
+    problems += await check_page(ui_user, compare_href, "trace-comparison")
     problems += await check_page(ui_user, "/traces?id=0000000000000000", "error-dialog")
     problems += await check_page(ui_user, "/wizard")
 
