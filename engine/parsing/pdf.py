@@ -33,6 +33,7 @@ from engine.parsing.pdf_file import (
     damage_of,
     damage_warning,
     open_pdf,
+    unreadable_pages,
 )
 from engine.parsing.quality import MIN_READABLE_DOCUMENT_SHARE, page_quality
 from engine.parsing.sections import SectionBuilder
@@ -226,16 +227,25 @@ def _page_rows(page: Any) -> tuple[list[_RowTuple], int]:
     return rows, controls
 
 
-def _extract(doc: Any, numbers: range) -> tuple[list[list[_RowTuple]], list[int]]:
-    """The rows of the pages `numbers` (0-based) and the control characters each page lost."""
+def _extract(doc: Any, numbers: range) -> tuple[list[list[_RowTuple]], list[int], list[int]]:
+    """The rows of the pages `numbers` (0-based), the control characters each page lost, and
+    the 1-based numbers of pages pymupdf fails to read (a damaged page tree or content
+    stream): those have no rows, and the other pages are still read."""
     pages: list[list[_RowTuple]] = []
     controls: list[int] = []
+    broken: list[int] = []
     with _extracting():
         for p in numbers:
-            rows, removed = _page_rows(doc[p])
+            try:
+                rows, removed = _page_rows(doc[p])
+            except MemoryError:
+                raise
+            except Exception:
+                rows, removed = [], 0
+                broken.append(p + 1)
             pages.append(rows)
             controls.append(removed)
-    return pages, controls
+    return pages, controls, broken
 
 
 # --- headings --------------------------------------------------------------------------------
@@ -489,14 +499,14 @@ def parse_pdf(path: Path, limits: ParseLimits) -> ParsedDocument:
     try:
         page_count = checked_page_count(doc, path, limits)
         damage = damage_of(doc, path)
-        rows, controls = _extract(doc, range(page_count))
+        rows, controls, broken = _extract(doc, range(page_count))
         outline, meta_title = _outline(doc), _meta_title(doc)
         labels = _page_labels(doc)
     finally:
         doc.close()
     raw_pages = [[_Row(*row) for row in page] for page in rows]
     return _assemble(
-        path, limits, page_count, raw_pages, outline, meta_title, labels, controls, damage
+        path, limits, page_count, raw_pages, outline, meta_title, labels, controls, damage, broken
     )
 
 
@@ -542,6 +552,7 @@ def _assemble(
     page_labels: tuple[str, ...] = (),
     controls: list[int] | None = None,
     damage: Damage = "",
+    broken: list[int] | None = None,
 ) -> ParsedDocument:
     """The document from every page's rows: quality check, furniture, outline or font
     headings, paragraphs.
@@ -551,6 +562,18 @@ def _assemble(
     exactly the document of one pass.
     """
     warnings: list[ParseWarning] = []
+    if broken:
+        if len(broken) == page_count:
+            raise unreadable_pages()
+        warnings.append(
+            ParseWarning(
+                code="pdf_pages_damaged",
+                message=f"{_pages_list(broken).capitalize()} of this PDF "
+                f"{'is' if len(broken) == 1 else 'are'} damaged and could not be read; the "
+                "other pages were imported.",
+                pages=tuple(broken),
+            )
+        )
     raw_pages, rejected = _screen(raw_pages, controls or [])
     if rejected:
         warnings.append(
@@ -642,6 +665,7 @@ class PdfPart(msgspec.Struct, frozen=True, kw_only=True):
     start: int
     pages: list[list[_RowTuple]]
     controls: list[int] = []  # per page, the control characters removed from its rows
+    broken: list[int] = []  # 1-based numbers of the pages pymupdf failed to read
 
 
 def _stamp(path: Path) -> tuple[int, int]:
@@ -690,14 +714,14 @@ def parse_pdf_pages(path: Path, start: int, end: int) -> PdfPart:
         stamp = _stamp(path)
         doc = open_pdf(path, pages_only=True)
         try:
-            pages, controls = _extract(doc, range(start, end))
+            pages, controls, broken = _extract(doc, range(start, end))
         finally:
             doc.close()
     except ParseError:
         raise
     except Exception as exc:
         raise unexpected_failure(exc) from exc
-    return PdfPart(stamp=stamp, start=start, pages=pages, controls=controls)
+    return PdfPart(stamp=stamp, start=start, pages=pages, controls=controls, broken=broken)
 
 
 def assemble_pdf(
@@ -728,6 +752,7 @@ def assemble_pdf(
             plan.page_labels,
             controls,
             plan.damage,
+            [n for part in ordered for n in part.broken],
         )
     except ParseError:
         raise

@@ -77,6 +77,14 @@ def _no_pages() -> ParseError:
     )
 
 
+def unreadable_pages() -> ParseError:
+    return ParseError(
+        "corrupt",
+        "This PDF is damaged: none of its pages can be read; try opening it in a PDF viewer "
+        "and saving or printing it to a new PDF, then import that.",
+    )
+
+
 def open_pdf(path: Path, *, pages_only: bool = False) -> Any:
     _mupdf.TOOLS.mupdf_display_errors(False)
     _mupdf.TOOLS.mupdf_display_warnings(False)
@@ -110,7 +118,10 @@ def damage_of(doc: Any, path: Path) -> Damage:
 def checked_page_count(doc: Any, path: Path, limits: ParseLimits) -> int:
     """The page count of a PDF pymupdf opened. A repaired file is trusted: it is read, and
     the document says so in a warning (see damage_warning)."""
-    page_count: int = doc.page_count
+    try:
+        page_count: int = doc.page_count
+    except Exception as exc:  # pymupdf: "Invalid number of pages"
+        raise _no_pages() from exc
     if page_count == 0:
         if not _has_pdf_header(path):
             raise _not_a_pdf()

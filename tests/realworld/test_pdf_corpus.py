@@ -37,6 +37,7 @@ EXPECTED: dict[str, Lands | Fails] = {
     "pdfjs-bug1250079.pdf": Lands("Bug 1250079", "pdf_cut_off"),
     "pdfjs-issue6069.pdf": Lands("Missing value for startxref", "pdf_cut_off"),
     "pdfjs-bug1606566.pdf": Lands("Bug 1606566", "pdf_repaired"),
+    "pdfjs-Pages-tree-refs.pdf": Lands("Pages loop", "pdf_pages_damaged"),
     "pdfjs-bug1020226.pdf": Fails("corrupt", "finished downloading"),
     "pdfjs-issue21436.pdf": Fails("corrupt", "no pages", never_says="downloading"),
     "pypdf-libreoffice-writer-password.pdf": Fails("encrypted", "password"),
