@@ -234,8 +234,11 @@ def _extract(doc: Any, numbers: range) -> tuple[list[list[_RowTuple]], list[int]
     pages: list[list[_RowTuple]] = []
     controls: list[int] = []
     broken: list[int] = []
+    count = doc.page_count
     with _extracting():
         for p in numbers:
+            if not 0 <= p < count:
+                raise IndexError(f"page {p} of a PDF of {count} pages")
             try:
                 rows, removed = _page_rows(doc[p])
             except MemoryError:
