@@ -82,6 +82,7 @@ BENCHMARKS: dict[str, str] = {
     "load": "bench.bench_load:concurrent_questions",
     "provider_faults": "bench.bench_faults:faults",
     "injection": "bench.bench_injection:injection",
+    "text_quality": "bench.bench_text_quality:text_quality",
 }
 
 

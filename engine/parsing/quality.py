@@ -23,12 +23,11 @@ MIN_READABLE_DOCUMENT_SHARE = 0.5
 
 _CID = re.compile(r"\(cid:\d+\)")
 _RUNS = re.compile(r"(\S)\1+")
-_SPACE = re.compile(r"\s+")
-_LETTER = re.compile(r"[^\W_]")  # letters and digits of every script
+_NOT_LETTER = re.compile(r"[\W_]+")  # all but the letters and digits of every script
 # Never text: C0/C1 controls and DEL; private use (a glyph code, not a character); U+FFFD and
 # noncharacters (U+FFFE, U+FFFF, U+FDD0..U+FDEF); lone surrogates.
 _DEBRIS = re.compile(
-    "[\x00-\x1f\x7f-\x9f\ud800-\udfff\ue000-\uf8ff\ufdd0-\ufdef\ufffd-\uffff\U000f0000-\U0010ffff]"
+    "[\x00-\x1f\x7f-\x9f\ud800-\udfff\ue000-\uf8ff\ufdd0-\ufdef\ufffd-\uffff\U000f0000-\U0010ffff]+"
 )
 
 
@@ -37,8 +36,9 @@ class PageQuality(msgspec.Struct, frozen=True):
 
     chars: int  # visible characters, control characters included
     debris: int  # control, private-use, replacement and noncharacters, (cid:N) runs
-    letters: int  # letters, digits and combining marks, after collapsing repeated runs
-    collapsed: int  # visible characters after collapsing repeated runs, controls left out
+    letters: int  # letters and digits (of `collapsed`)
+    collapsed: int  # visible characters without controls; repeated runs collapsed when the
+    # letter share of the plain text is too low (dot leaders are not a lack of letters)
 
     @property
     def readable(self) -> bool:
@@ -53,15 +53,23 @@ class PageQuality(msgspec.Struct, frozen=True):
 
 def page_quality(texts: list[str], controls: int = 0) -> PageQuality:
     """The counts for a page whose lines are `texts`; `controls` are control characters the
-    extraction already removed from them (they count as debris)."""
-    text = _SPACE.sub("", "".join(texts))
+    extraction already removed from them (they count as debris).
+
+    Runs on every page: counting is done by deleting with C-level regexes and comparing
+    lengths, and repeated runs are collapsed only when the plain letter share would fail."""
+    text = "".join("".join(texts).split())
     chars = len(text) + controls
     debris = controls
     if "(cid:" in text:
-        debris += sum(len(m) for m in _CID.findall(text))
-        text = _CID.sub("", text)
+        stripped = _CID.sub("", text)
+        debris += len(text) - len(stripped)
+        text = stripped
     if not text.isascii() or not text.isprintable():
-        debris += len(_DEBRIS.findall(text))
-    collapsed = _RUNS.sub(r"\1", text)
-    letters = len(_LETTER.findall(collapsed))
-    return PageQuality(chars=chars, debris=debris, letters=letters, collapsed=len(collapsed))
+        debris += len(text) - len(_DEBRIS.sub("", text))
+    letters = len(_NOT_LETTER.sub("", text))
+    total = len(text)
+    if total >= MIN_CHARS_FOR_LETTER_SHARE and letters < MIN_LETTER_SHARE * total:
+        collapsed = _RUNS.sub(r"\1", text)
+        letters = len(_NOT_LETTER.sub("", collapsed))
+        total = len(collapsed)
+    return PageQuality(chars=chars, debris=debris, letters=letters, collapsed=total)
