@@ -205,6 +205,7 @@ def _page_rows(page: Any) -> tuple[list[_RowTuple], int]:
             if rows:
                 px0, py0, px1, py1, ptext, psize, pbold, pmono = rows[-1]
                 # the same row: overlapping by over half the lower height, and to the right
+                # (or a little right of the last line's start and ending beyond it)
                 overlap = min(py1, y1) - max(py0, y0)
                 lower = min(max(1.0, py1 - py0), max(1.0, y1 - y0))
                 if overlap > 0.5 * lower and (
@@ -246,6 +247,9 @@ def _extract(doc: Any, numbers: range) -> tuple[list[list[_RowTuple]], list[int]
             except Exception:
                 rows, removed = [], 0
                 broken.append(p + 1)
+            # OCR (issue 19) belongs here, while the page is open: a page with no rows, or
+            # whose rows fail page_quality([row texts], removed), is the one to recognise;
+            # _assemble judges whatever rows it is then given.
             pages.append(rows)
             controls.append(removed)
     return pages, controls, broken
