@@ -184,8 +184,8 @@ TRACE_TEXTS: dict[str, tuple[str, str]] = {
     "tr.model_failed": ("This model call failed: {code}.", "这次模型调用失败:{code}。"),
     "tr.attempt": ("attempt {n}", "第 {n} 次尝试"),
     "tr.model_usage": (
-        "{input} tokens in ({cached} from cache) · {output} out · {cost} · {seconds} s",
-        "输入 {input} 个 token(缓存命中 {cached})· 输出 {output} · {cost} · {seconds} 秒",
+        "{input} tokens in ({cached} from cache) · {output} out · {cost} · {time}",
+        "输入 {input} 个 token(缓存命中 {cached})· 输出 {output} · {cost} · {time}",
     ),
     "tr.do.search": ("Searched the documents for “{query}”", "在资料中检索“{query}”"),
     "tr.do.scan": ("Scanned for the exact term “{term}”", "逐字扫描词语“{term}”"),

@@ -12,7 +12,7 @@ from nicegui import ui
 from actors import AdmissionStep, App, Citation, ModelStep, StoryBlock, ToolStep, TraceStory
 from web.i18n import Texts
 from web.source_viewer import open_source
-from web.trace_words import block_label, money, number, outcome, reason, tool_action
+from web.trace_words import block_label, duration, money, number, outcome, reason, tool_action
 
 SHOWN_BLOCKS = 8  # per tool call; the rest are counted
 
@@ -64,7 +64,7 @@ def _model(t: Texts, step: ModelStep, currency: str) -> None:
             cached=number(step.cache_read_tokens),
             output=number(step.output_tokens),
             cost=money(step.cost, currency),
-            seconds=f"{step.latency_ms / 1000:.1f}",
+            time=duration(step.latency_ms),
         )
         if step.attempt > 1:
             line = t("tr.attempt", n=step.attempt) + " · " + line

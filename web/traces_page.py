@@ -65,8 +65,9 @@ def _detail(app: App, t: Texts, trace_id: str, compare: str | None) -> None:
             ).mark("trace-partial")
         trace_timeline.totals_grid(t, trace_timeline.totals_of(record))
         trace_evidence.mode_switch(app, t)
+        buttons = ui.row().classes("gap-2")
         replay = ui.column().classes("w-full gap-1").mark("replay-output")
-        with ui.row().classes("gap-2"):
+        with buttons:
             ui.button(
                 t("tr.evidence"), on_click=lambda: trace_evidence.evidence(app, t, full_id, replay)
             ).props("outline no-caps").mark("evidence-replay")

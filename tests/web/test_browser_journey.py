@@ -4,8 +4,9 @@ process, walked as a person would and checked after every action on every page.
 First start → wizard (scripted chat server, built-in embedding model) → import two corpus
 documents with pause and resume → first question from the wizard, streamed with citation chips
 → the source viewer draws the cited PDF page → reload (nothing is asked again) → the answer's
-trace with evidence replay → upload a file on the Library page → switch to Chinese → roll back
-to the first snapshot → remove a document → ask again in Chinese → back to English.
+trace with its story and evidence replay → re-run it once from the page and open the re-run's
+trace → upload a file on the Library page → switch to Chinese → roll back to the first
+snapshot → remove a document → ask again in Chinese → back to English.
 
 After each action every page (Ask, Library, Traces, Settings) is opened again and the walk
 fails on any HTTP 5xx, page error, console error, error notification or error text (a Python
@@ -263,10 +264,30 @@ def _journey(
     walk.open("/traces")
     page.get_by_text("How do I install a package on Debian?").first.click()
     page.wait_for_url("**/traces?id=*")
+    walk.text("tr.story").wait_for(timeout=20_000)
     walk.button("tr.evidence").click()
     walk.text("tr.model_input", turn=1, attempt=1).wait_for(timeout=20_000)
     walk.check("evidence replay")
     walk.shot("trace-evidence")
+
+    # Re-run it once from the page (the cost is shown first), then open the re-run's trace.
+    runs = page.get_by_label(walk.t("tr.rerun_runs"))
+    runs.fill("1")
+    runs.press("Tab")
+    estimate = walk.t("tr.rerun_estimate", runs=1, calls=2, tokens="\x00", cost="\x00")
+    page.get_by_text(estimate.split("\x00")[0]).wait_for()
+    chat_server.script(_search, _cite_pdf)
+    walk.button("tr.rerun_start").click()
+    page.get_by_text(walk.t("tr.rerun_result", passed=1, runs=1, rate="100")).wait_for(
+        timeout=60_000
+    )
+    walk.check("re-run")
+    walk.shot("trace-rerun")
+    page.get_by_role("link", name=walk.t("tr.run_open")).first.click()
+    page.wait_for_url("**/traces?id=*")
+    walk.text("tr.story").wait_for(timeout=20_000)
+    walk.check("re-run's trace")
+    walk.shot("rerun-trace")
 
     # Upload a file on the Library page: it is imported and listed.
     walk.open("/library")
