@@ -24,7 +24,7 @@ from engine.gc_pause import gc_paused
 from engine.parsing.furniture import fold_key, without_furniture
 from engine.parsing.lang import detect_lang
 from engine.parsing.limits import ParseLimits
-from engine.parsing.lines import clean_text, glue, join_lines, short_title
+from engine.parsing.lines import clean_text, glue, is_cjk, join_lines, short_title
 from engine.parsing.model import LineBox, ParsedDocument, ParseWarning, unexpected_failure
 from engine.parsing.pdf_file import (
     Damage,
@@ -172,9 +172,10 @@ def _page_rows(page: Any) -> tuple[list[_RowTuple], int]:
     Lines of one row may overlap a little: Chinese set one character per line has boxes
     wider than the character's advance, each starting where the last one's glyph ends. They
     are merged when a line starts at least a quarter of the row height after the previous
-    line's start and ends after it; a line printed over another (fake bold) starts at nearly
-    the same place and stays a row of its own. Han characters set with a space between every
-    two ("全 世 界", "目 录") are closed up, so a phrase reads as one word.
+    line's start and ends after it, with a CJK character on either side of the join; a line
+    printed over another (fake bold) starts at nearly the same place and stays a row of its
+    own. Han characters set with a space between every two ("全 世 界", "目 录") are closed
+    up, so a phrase reads as one word.
 
     Runs for every line of every page, so it works on tuples and local names."""
     rows: list[_RowTuple] = []
@@ -205,11 +206,17 @@ def _page_rows(page: Any) -> tuple[list[_RowTuple], int]:
             if rows:
                 px0, py0, px1, py1, ptext, psize, pbold, pmono = rows[-1]
                 # the same row: overlapping by over half the lower height, and to the right
-                # (or a little right of the last line's start and ending beyond it)
+                # (Chinese or Japanese: or a little right of the last line's start, ending
+                # beyond it; Latin table cells that touch stay apart, as they always were)
                 overlap = min(py1, y1) - max(py0, y0)
                 lower = min(max(1.0, py1 - py0), max(1.0, y1 - y0))
                 if overlap > 0.5 * lower and (
-                    x0 >= px1 - 2 or (x0 >= last_x0 + 0.25 * lower and x1 > px1)
+                    x0 >= px1 - 2
+                    or (
+                        x0 >= last_x0 + 0.25 * lower
+                        and x1 > px1
+                        and (is_cjk(text[0]) or is_cjk(ptext[-1]))
+                    )
                 ):
                     last_x0 = x0
                     rows[-1] = (
