@@ -17,9 +17,9 @@ from engine.parsing.lang import detect_lang
 from engine.parsing.limits import ParseLimits
 from engine.parsing.lines import clean_text, collapse_whitespace, join_lines, short_title
 from engine.parsing.main_content import link_density_cut, page_title
-from engine.parsing.model import ParsedDocument
+from engine.parsing.model import ParsedDocument, ParseWarning
 from engine.parsing.sections import SectionBuilder
-from engine.parsing.text import check_not_binary
+from engine.parsing.text import DecodedText, check_not_binary, utf8_replacing, with_replacements
 
 _SKIP_TAGS = frozenset(
     {
@@ -332,6 +332,11 @@ class HtmlExtractor(HTMLParser):
 
 def decode_html(data: bytes) -> str:
     """Decode by BOM, then <meta charset> / XML declaration, then UTF-8; never fails."""
+    return decode_html_reporting(data).text
+
+
+def decode_html_reporting(data: bytes) -> DecodedText:
+    """decode_html, with a warning saying how many bytes were replaced, if any were."""
     for bom, codec in (
         (codecs.BOM_UTF32_LE, "utf-32"),
         (codecs.BOM_UTF32_BE, "utf-32"),
@@ -340,7 +345,9 @@ def decode_html(data: bytes) -> str:
         (codecs.BOM_UTF16_BE, "utf-16"),
     ):
         if data.startswith(bom):
-            return data.decode(codec, errors="replace")
+            if codec == "utf-8-sig":
+                return _utf8_reporting(data[len(bom) :])
+            return _reporting(data, codec)
     head = data[:4096]
     m = _META_CHARSET.search(head) or _XML_ENCODING.search(head)
     declared = "utf-8"
@@ -350,15 +357,39 @@ def decode_html(data: bytes) -> str:
         except (LookupError, UnicodeDecodeError):
             declared = "utf-8"
     try:
-        return data.decode(declared)
+        return DecodedText(data.decode(declared))
     except UnicodeDecodeError:
         pass
     if declared != "utf-8":
         try:
-            return data.decode("utf-8")
+            return DecodedText(data.decode("utf-8"))
         except UnicodeDecodeError:
-            pass
-    return data.decode(declared, errors="replace")
+            return _reporting(data, declared)
+    return _utf8_reporting(data)
+
+
+def _utf8_reporting(data: bytes) -> DecodedText:
+    text, bad = utf8_replacing(data)
+    return with_replacements(data, text, bad) if bad else DecodedText(text)
+
+
+def _reporting(data: bytes, codec: str) -> DecodedText:
+    try:
+        return DecodedText(data.decode(codec))
+    except UnicodeDecodeError:
+        pass
+    text = data.decode(codec, errors="replace")
+    count = text.count("\ufffd")
+    return DecodedText(
+        text,
+        (
+            ParseWarning(
+                code="replaced_bytes",
+                message=f"Some bytes of this page are not valid {codec}; {count} places were "
+                "replaced with \ufffd, the rest was read as written.",
+            ),
+        ),
+    )
 
 
 def strip_site_suffix(title: str, any_site: bool = True) -> str:
@@ -411,7 +442,8 @@ def main_content(html: str, limits: ParseLimits) -> HtmlExtractor:
 
 
 def parse_html(path: Path, data: bytes, limits: ParseLimits) -> ParsedDocument:
-    html = check_not_binary(decode_html(data))
+    decoded = decode_html_reporting(data)
+    html = check_not_binary(decoded.text)
     extractor = main_content(html, limits)
     builder = extractor.builder
     page = page_title(html)
@@ -422,4 +454,5 @@ def parse_html(path: Path, data: bytes, limits: ParseLimits) -> ParsedDocument:
         lang=detect_lang(builder.texts()),
         format="html",
         sections=sections,
+        warnings=decoded.warnings,
     )

@@ -88,10 +88,10 @@ def _decode_utf8(data: bytes) -> DecodedText:
         text = ""
     if text and _reads_as_chinese(text):
         return DecodedText(text)
-    replaced, bad = _utf8_replacing(data)
+    replaced, bad = utf8_replacing(data)
     multibyte = sum(1 for ch in replaced if ord(ch) > 0x7F and ch != "\ufffd")
     if len(bad) <= _MAX_BAD_SEQUENCES and 4 * len(bad) <= multibyte:
-        return _with_replacements(data, replaced, bad)
+        return with_replacements(data, replaced, bad)
     western = _western(data)
     if western is not None:
         return DecodedText(
@@ -107,11 +107,11 @@ def _decode_utf8(data: bytes) -> DecodedText:
         )
     bad_bytes = sum(end - start for start, end in bad)
     if len(bad) <= _MAX_BAD_SEQUENCES and bad_bytes <= max(4, len(data) // 1000):
-        return _with_replacements(data, replaced, bad)
+        return with_replacements(data, replaced, bad)
     raise _encoding_error()
 
 
-def _utf8_replacing(data: bytes) -> tuple[str, list[tuple[int, int]]]:
+def utf8_replacing(data: bytes) -> tuple[str, list[tuple[int, int]]]:
     """UTF-8 with each invalid sequence as U+FFFD (as errors="replace" does), and where the
     invalid sequences were (byte offsets); stops listing after a hopeless number of them."""
     view = memoryview(data)
@@ -132,7 +132,7 @@ def _utf8_replacing(data: bytes) -> tuple[str, list[tuple[int, int]]]:
     return "".join(parts), bad
 
 
-def _with_replacements(data: bytes, text: str, bad: list[tuple[int, int]]) -> DecodedText:
+def with_replacements(data: bytes, text: str, bad: list[tuple[int, int]]) -> DecodedText:
     count = sum(end - start for start, end in bad)
     lines = sorted({data.count(b"\n", 0, start) + 1 for start, _ in bad})
     shown = ", ".join(str(n) for n in lines[:10]) + (" …" if len(lines) > 10 else "")

@@ -506,3 +506,18 @@ def reason_message(path: Path) -> str:
     with pytest.raises(ParseError) as info:
         parse_file(path)
     return info.value.message
+
+
+def test_web_page_with_bad_utf8_bytes_says_how_many_were_replaced(tmp_path: Path) -> None:
+    path = tmp_path / "page.html"
+    path.write_bytes(
+        b'<html><head><meta charset="utf-8"><title>T</title></head><body>\n<article><h1>Head'
+        b"</h1><p>Caf\xe9 au lait, and the rest of this paragraph is ordinary text.</p>"
+        b"</article></body></html>"
+    )
+    doc = parse_file(path)
+    assert "Caf\ufffd au lait" in doc.sections[0].paragraphs[1].text
+    [warning] = doc.warnings
+    assert warning.code == "replaced_bytes"
+    assert warning.message.startswith("1 byte that is not valid UTF-8 was replaced")
+    assert "(line 2)" in warning.message
