@@ -94,6 +94,9 @@ def open_pdf(path: Path, *, pages_only: bool = False) -> Any:
         if not _has_pdf_header(path):
             raise _not_a_pdf() from exc
         raise (cut_off() if _ends_early(path) else _unopenable()) from exc
+    if not doc.is_pdf:  # pymupdf reads what the bytes are (HTML, XPS…), whatever it is told
+        doc.close()
+        raise _not_a_pdf()
     if doc.needs_pass:
         doc.close()
         raise ParseError(

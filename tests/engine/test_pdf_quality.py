@@ -217,6 +217,14 @@ def test_a_pdf_without_its_header_that_pymupdf_reads_is_imported(tmp_path: Path)
     assert any("page 2 says" in t for t in texts(parse_file(path)))
 
 
+def test_a_web_page_saved_with_a_pdf_name_is_still_refused(tmp_path: Path) -> None:
+    path = tmp_path / "download.pdf"
+    path.write_text("<html><body><h1>404 Not Found</h1><p>Gone.</p></body></html>\n")
+    with pytest.raises(ParseError) as info:
+        parse_file(path)
+    assert info.value.reason == "corrupt" and "contents are not one" in info.value.message
+
+
 def test_only_a_file_that_stops_early_may_not_have_finished_downloading(tmp_path: Path) -> None:
     data = three_pages(tmp_path)
     cut = tmp_path / "cut.pdf"
