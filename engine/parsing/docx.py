@@ -111,6 +111,7 @@ _NOTE_PARTS = (  # (relationship type suffix, default part, element, kind)
     ("/endnotes", "word/endnotes.xml", "endnote", "endnotes"),
     ("/comments", "word/comments.xml", "comment", "comments"),
 )
+_ANCHOR_CHARS = 80  # a comment quotes at most this much of the text it is attached to
 _NOTE_TITLES = {
     "en": {"footnotes": "Footnotes", "endnotes": "Endnotes", "comments": "Comments"},
     "zh": {"footnotes": "脚注", "endnotes": "尾注", "comments": "批注"},
@@ -229,9 +230,42 @@ def _note_parts(zf: SafeArchive, main: str) -> dict[str, str]:
     return found
 
 
-def _notes(doc: _Doc, zf: SafeArchive, main: str, lang: str, builder: SectionBuilder) -> None:
+def _comment_anchors(doc: _Doc, body: ET.Element) -> dict[str, str]:
+    """comment id -> the body text it is attached to, shortened (ranges may span paragraphs)."""
+    start, end, text = doc.tag("commentRangeStart"), doc.tag("commentRangeEnd"), doc.tag("t")
+    open_ids: list[str] = []
+    parts: dict[str, list[str]] = {}
+    for el in body.iter():
+        if el.tag == start:
+            comment_id = doc.attr(el, "id") or ""
+            open_ids.append(comment_id)
+            parts.setdefault(comment_id, [])
+        elif el.tag == end:
+            comment_id = doc.attr(el, "id") or ""
+            if comment_id in open_ids:
+                open_ids.remove(comment_id)
+        elif el.tag == text and open_ids:
+            for comment_id in open_ids:
+                parts[comment_id].append(el.text or "")
+    anchors = {}
+    for comment_id, texts in parts.items():
+        quoted = " ".join("".join(texts).split())
+        if quoted:
+            anchors[comment_id] = short_title(quoted, _ANCHOR_CHARS)
+    return anchors
+
+
+def _notes(
+    doc: _Doc,
+    zf: SafeArchive,
+    main: str,
+    lang: str,
+    anchors: dict[str, str],
+    builder: SectionBuilder,
+) -> None:
     """Footnotes, endnotes and comments, each kind its own top-level section after the body;
-    every note one paragraph that starts with the mark it has in the body."""
+    every note one paragraph that starts with the mark it has in the body, a comment with
+    its number, author and the text it is attached to."""
     titles = _NOTE_TITLES.get(lang, _NOTE_TITLES["en"])
     parts = _note_parts(zf, main)
     for _, _, element, kind in _NOTE_PARTS:
@@ -249,7 +283,9 @@ def _notes(doc: _Doc, zf: SafeArchive, main: str, lang: str, builder: SectionBui
                 continue
             if kind == "comments":
                 author = " ".join((doc.attr(note, "author") or "").split())
-                notes.append((i, f"[{i + 1}{', ' + author if author else ''}] {text}"))
+                anchor = anchors.get(doc.attr(note, "id") or "")
+                on = f"on “{anchor}”: " if anchor else ""
+                notes.append((i, f"[{i + 1}{', ' + author if author else ''}] {on}{text}"))
                 continue
             key = (kind, doc.attr(note, "id") or "")
             referenced = key in doc.marks  # else numbered after those the body refers to
@@ -318,6 +354,6 @@ def parse_docx(path: Path, limits: ParseLimits) -> ParsedDocument:
         _walk(doc, body, builder)
         title = title or builder.first_heading or path.stem
         lang = detect_lang(builder.texts())
-        _notes(doc, zf, main, lang, builder)
+        _notes(doc, zf, main, lang, _comment_anchors(doc, body), builder)
     sections = builder.finish(title)
     return ParsedDocument(title=title, lang=lang, format="docx", sections=sections)

@@ -50,7 +50,7 @@ CASES = (
     Case("docx/mammoth-footnote-hyperlink.docx", phrase="[1] Example", section="Footnotes"),
     Case(
         "docx/mammoth-comments.docx",
-        phrase="[1, Michael Williamson] A tachyon walks into a bar.",
+        phrase="[1, Michael Williamson] on “Ouch”: A tachyon walks into a bar.",
         section="Comments",
     ),
     Case(
