@@ -78,8 +78,9 @@ def _detail(app: App, t: Texts, trace_id: str, compare: str | None) -> None:
             ui.button(t("tr.bundle"), on_click=lambda: _bundle(app, t, full_id)).props(
                 "outline no-caps"
             ).mark("bundle-download")
-    story = ui.column().classes("w-full").mark("story-output")
-    ui.timer(0, lambda: _story(app, t, record, story), once=True)
+    if s.kind == "request":  # an import has no answer to explain; its timeline says it all
+        story = ui.column().classes("w-full").mark("story-output")
+        ui.timer(0, lambda: _story(app, t, record, story), once=True)
     trace_timeline.timeline_card(t, record)
     trace_rerun.rerun_card(app, t, record)
     with ui.card().classes("w-full gap-2").mark("compare"):

@@ -334,3 +334,14 @@ def test_the_trace_command_line_parses_every_action() -> None:
     assert cli(["trace", "bundle", "abcd", "-o", "x.zip"]).output == Path("x.zip")
     with pytest.raises(SystemExit):
         cli(["trace", "explode"])
+
+
+async def test_full_diagnostics_switched_on_reaches_the_running_writer_and_the_file(
+    copy_home: Path, chat_server: ChatServer
+) -> None:
+    app = app_on(copy_home, chat_server)
+    async with app.running():
+        assert app.trace_writer is not None and app.trace_writer.mode == "metadata"
+        assert await app.set_trace_mode("full") == "full"
+        assert app.trace_writer.mode == "full"  # the next question's trace keeps its texts
+    assert 'mode = "full"' in app.data.config_file.read_text(encoding="utf-8")
