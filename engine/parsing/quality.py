@@ -24,10 +24,13 @@ MIN_READABLE_DOCUMENT_SHARE = 0.5
 _CID = re.compile(r"\(cid:\d+\)")
 _RUNS = re.compile(r"(\S)\1+")
 _NOT_LETTER = re.compile(r"[\W_]+")  # all but the letters and digits of every script
-# Never text: C0/C1 controls and DEL; private use (a glyph code, not a character); U+FFFD and
-# noncharacters (U+FFFE, U+FFFF, U+FDD0..U+FDEF); lone surrogates.
+# Never text: C0/C1 controls and DEL; private use (a glyph code, not a character) except
+# U+F000..U+F0FF, where Symbol and Wingdings fonts put their bullets and signs (Word's list
+# bullet is U+F0B7): a page of short bulleted items is not garbled; U+FFFD and noncharacters
+# (U+FFFE, U+FFFF, U+FDD0..U+FDEF); lone surrogates.
 _DEBRIS = re.compile(
-    "[\x00-\x1f\x7f-\x9f\ud800-\udfff\ue000-\uf8ff\ufdd0-\ufdef\ufffd-\uffff\U000f0000-\U0010ffff]+"
+    "[\x00-\x1f\x7f-\x9f\ud800-\udfff\ue000-\uefff\uf100-\uf8ff\ufdd0-\ufdef\ufffd-\uffff"
+    "\U000f0000-\U0010ffff]+"
 )
 
 

@@ -66,6 +66,7 @@ def test_garbled_page_text_is_unreadable(text: str) -> None:
         "Contents . . . . . . . . . . . . . . . . . . . . . . . . . . . . . . . . 1",
         "A = 0.35   B = 0.40   C = 0.45 (x + y)^2 = x^2 + 2xy + y^2",
         "\uf0b7 Bullet one \uf0b7 Bullet two \uf0b7 Bullet three, all set in Symbol",
+        "\uf0b7 Yes\n\uf0b7 No\n\uf0b7 Maybe\n\uf0b7 Ok",  # Word's Symbol-font bullets
         "",
     ],
 )
