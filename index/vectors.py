@@ -10,6 +10,7 @@ they make the graph bytes non-reproducible.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 from pathlib import Path
@@ -17,6 +18,13 @@ from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
+
+# usearch's extension carries a static libstdc++ whose unique (process-wide) symbols crash
+# onnxruntime, the OCR engine's runtime, when it loads after usearch in the same process;
+# loaded before, both work. Where onnxruntime is not installed, nothing changes.
+with contextlib.suppress(ImportError):
+    import onnxruntime  # noqa: F401
+
 from usearch.index import Index, Matches
 from usearch.index import search as brute_force
 
