@@ -21,6 +21,7 @@ from engine.parsing.model import (
     ParseWarning,
     unique_paths,
 )
+from engine.parsing.ocr import engine_version as ocr_engine_version
 from engine.parsing.pdf import PdfPart, PdfPlan, assemble_pdf, parse_pdf_pages
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "PdfPart",
     "PdfPlan",
     "assemble_pdf",
+    "ocr_engine_version",
     "parse_file",
     "parse_pdf_pages",
     "plan_parallel_parse",

@@ -19,3 +19,5 @@ class ParseLimits(msgspec.Struct, frozen=True):
     ratio_floor_bytes: int = 4 * MIB  # small members may compress better than the ratio
     max_sections: int = 20_000  # headings in one document
     max_pages: int = 20_000  # PDF pages
+    ocr: bool = True  # recognise PDF pages without a text layer (IngestSettings.ocr)
+    ocr_max_pages: int = 500  # pages recognised in one document; the rest are reported
