@@ -92,6 +92,10 @@ class IngestSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     max_file_megabytes: Megabytes = 512
     max_archive_megabytes: Megabytes = 256  # inflated DOCX/EPUB limit
     parse_workers: Annotated[int, msgspec.Meta(gt=0, le=16)] = 2
+    # Scanned PDF pages recognised offline (engine/parsing/ocr.py); off: a scan fails with
+    # no_text_layer. Pages past the limit in one document are left out, with a warning.
+    ocr: bool = True
+    ocr_max_pages: Annotated[int, msgspec.Meta(gt=0, le=20_000)] = 500
 
 
 class TraceSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -619,7 +619,7 @@ TEXTS: dict[str, tuple[str, str]] = {
     "set.ocr_group": ("Scanned documents", "扫描文档"),
     "set.ocr": (
         "Recognise scanned PDF pages (offline OCR)",
-        "识别扫描版 PDF 页面(离线 OCR)",
+        "识别扫描版 PDF 页面(离线文字识别)",
     ),
     "set.ocr_max_pages": (
         "Most pages recognised per document",

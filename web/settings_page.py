@@ -65,6 +65,7 @@ GROUPS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
             ("embedding", "dimensions"),
         ),
     ),
+    ("set.ocr_group", (("ingest", "ocr"), ("ingest", "ocr_max_pages"))),
     ("set.network", (("network", "proxy"), ("network", "ca_bundle"))),
     (
         "set.retention",
@@ -133,7 +134,9 @@ class SettingsForm:
             mark = f"setting-{section}.{key}"
             if choices is not None:
                 element: Any = ui.select(choices, value=value, label=_label(t, key))
-            elif isinstance(value, bool) or not isinstance(value, int | float):
+            elif isinstance(value, bool):
+                element = ui.switch(_label(t, key), value=value)
+            elif not isinstance(value, int | float):
                 element = ui.input(_label(t, key), value=str(value))
             else:
                 element = ui.number(_label(t, key), value=value)
