@@ -45,7 +45,7 @@ from engine.embedding import (
     EmbedProgress,
     embed_texts,
 )
-from engine.parsing import PARSER_VERSIONS, ParseError, ParseLimits
+from engine.parsing import PARSER_VERSIONS, ParseError, ParseLimits, ocr_engine_version
 from engine.paths import DataDir
 from engine.tokens import TokenCounter
 from engine.tools import retrieval_params
@@ -190,11 +190,19 @@ class Ingest:
         self.limits = ParseLimits(
             max_file_bytes=config.ingest.max_file_megabytes << 20,
             max_archive_bytes=config.ingest.max_archive_megabytes << 20,
+            ocr=config.ingest.ocr,
+            ocr_max_pages=config.ingest.ocr_max_pages,
         )
         self.parse_pool = parse_pool or ParsePool()  # the running App's, else this import's
         self._rank: dict[str, int] = {}  # parse order: the largest document first
 
     # -- entry points ------------------------------------------------------------------------
+    def _parser_versions(self) -> dict[str, str]:
+        """Each parser's version and, when OCR is on, the OCR engine and its models: a
+        snapshot's scanned pages read as that engine recognised them."""
+        engine = ocr_engine_version() if self.limits.ocr else ""
+        return {**PARSER_VERSIONS, **({"ocr": engine} if engine else {})}
+
     def pending_job(self) -> Job | None:
         return self.journal.load()
 
@@ -498,7 +506,7 @@ class Ingest:
             failed_documents=tuple(sorted(plan.failures, key=lambda f: f.source)),
             skipped=tuple(skipped),
             embedding=self.embedder.spec,
-            parser_versions=dict(sorted(PARSER_VERSIONS.items())),
+            parser_versions=dict(sorted(self._parser_versions().items())),
             chunker_version=chunker_version(self.config.ingest.block_target_tokens),
             tokenizer_version=f"{TOKENIZER_VERSION}+{self.counter.version}",
             retrieval=retrieval_params(self.config.retrieval),

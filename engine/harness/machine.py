@@ -175,6 +175,8 @@ def run_manifest(deps: Deps, request: Request) -> dict[str, Any]:
         "limits": {k: v for k, v in msgspec.to_builtins(deps.limits).items() if k != "budgets"},
         "retrieval": retrieval,
         "price": msgspec.to_builtins(deps.price),
+        # the OCR engine and models that read the snapshot's scanned pages, when it had one
+        **({"ocr_engine": snap.parser_versions["ocr"]} if "ocr" in snap.parser_versions else {}),
         **dict(deps.manifest_extra),
     }
 
