@@ -307,6 +307,13 @@ def _rects(pieces: list[_Piece]) -> tuple[PageRect, ...]:
     return tuple(out)
 
 
+def _ocr_confidence(pieces: list[_Piece], ocr_pages: dict[int, float]) -> float | None:
+    """The lowest OCR confidence of the scanned pages a block's text is on (paragraphs never
+    span pages, so a page tells where its text came from); None for text-layer text."""
+    found = [ocr_pages[p.page] for p in pieces if p.page is not None and p.page in ocr_pages]
+    return min(found) if found else None
+
+
 def _page_range(pieces: list[_Piece]) -> tuple[int | None, int | None]:
     pages = [p.page for p in pieces if p.page is not None]
     return (min(pages), max(pages)) if pages else (None, None)
@@ -380,6 +387,7 @@ def chunk_document(
         section_blocks.append(_pack(pieces, target_tokens))
 
     packed_blocks = [b for blocks in section_blocks for b in blocks]
+    ocr_pages = dict(parsed.ocr_pages)
     texts = [_block_text(b) for b in packed_blocks]
     exact = _exact_counts(packed_blocks, texts, counter)
     blocks: list[BlockRecord] = []
@@ -399,6 +407,7 @@ def chunk_document(
                     page_start=page_start,
                     page_end=page_end,
                     rects=_rects(pieces),
+                    ocr_confidence=_ocr_confidence(pieces, ocr_pages),
                 )
             )
             direct_blocks[ordinal] += 1

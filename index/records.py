@@ -50,6 +50,9 @@ class BlockRecord(msgspec.Struct, frozen=True, kw_only=True):
     page_end: int | None = None
     # PDF: where the block's lines are printed; () for other formats and before they were kept
     rects: tuple[PageRect, ...] = ()
+    # Text recognised by OCR: the lowest confidence (0..1) of its scanned pages; None when
+    # every character came from a text layer.
+    ocr_confidence: float | None = None
 
 
 class DocumentRecord(msgspec.Struct, frozen=True, kw_only=True):

@@ -47,6 +47,11 @@ class ParsedDocument(msgspec.Struct, frozen=True, kw_only=True):
     pages: int | None = None
     page_labels: tuple[str, ...] = ()  # PDF: the printed label of each page, () when it has none
     warnings: tuple[ParseWarning, ...] = ()  # imported, but with something worth telling
+    # PDF pages whose text was recognised by OCR: (1-based page, the recogniser's confidence
+    # over its characters, 0..1), in page order; pages_ocr and ocr_confidence sum them up.
+    ocr_pages: tuple[tuple[int, float], ...] = ()
+    pages_ocr: int = 0
+    ocr_confidence: float | None = None  # over every recognised character; None without OCR
 
 
 def unexpected_failure(exc: Exception) -> ParseError:
