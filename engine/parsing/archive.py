@@ -8,6 +8,7 @@ a size cap and never extracts to disk; parses XML without DTDs or entities.
 from __future__ import annotations
 
 import re
+import unicodedata
 import zipfile
 from pathlib import Path
 from xml.etree import ElementTree as ET
@@ -24,6 +25,10 @@ def _unsafe_name(name: str) -> bool:
     if name.startswith(("/", "\\")) or _DRIVE.match(name) or "\x00" in name:
         return True
     return any(part == ".." for part in re.split(r"[/\\]", name))
+
+
+def _folded(name: str) -> str:
+    return unicodedata.normalize("NFC", name).casefold()
 
 
 def _utf8_spelling(info: zipfile.ZipInfo) -> str | None:
@@ -63,9 +68,9 @@ class SafeArchive:
             for info in infos
             if (utf8 := _utf8_spelling(info)) is not None and utf8 not in self._infos
         }
-        self._folded = {name.casefold(): name for name in self._infos}
+        self._folded = {_folded(name): name for name in self._infos}
         for alias, stored in self._aliases.items():
-            self._folded.setdefault(alias.casefold(), stored)
+            self._folded.setdefault(_folded(alias), stored)
         self._inflated = 0
 
     def _check(self, infos: list[zipfile.ZipInfo]) -> None:
@@ -112,12 +117,14 @@ class SafeArchive:
         self.close()
 
     def find(self, name: str) -> str | None:
-        """The stored member name for `name` (exact, else case-insensitive), or None."""
+        """The stored member name for `name` (exact, else ignoring case and Unicode
+        composition: a book may name "ü" decomposed where its file name is composed), or
+        None."""
         if name in self._infos:
             return name
         if name in self._aliases:
             return self._aliases[name]
-        return self._folded.get(name.casefold())
+        return self._folded.get(_folded(name))
 
     def read(self, name: str) -> bytes:
         """A member's bytes, never more than it declares nor than the archive budget."""
