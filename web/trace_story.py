@@ -7,6 +7,8 @@ Trace content (thoughts, answers, titles) is untrusted text: shown as plain text
 
 from __future__ import annotations
 
+import re
+
 from nicegui import ui
 
 from actors import AdmissionStep, App, Citation, ModelStep, StoryBlock, ToolStep, TraceStory
@@ -119,6 +121,11 @@ def _admission(t: Texts, step: AdmissionStep) -> None:
     ui.label(words).classes(f"text-sm pl-2 {tone}").mark("story-admission")
 
 
+def _plain(text: str) -> str:
+    """A sentence of the answer without Markdown's emphasis marks (it is shown as plain text)."""
+    return re.sub(r"(\*\*|__|`)(.+?)\1", r"\2", text)
+
+
 def _ending(app: App, t: Texts, story: TraceStory, snapshot_id: str | None) -> None:
     with ui.column().classes("w-full gap-1").mark("story-ending"):
         ui.label(t("tr.answer_title")).classes("text-sm font-semibold")
@@ -130,7 +137,7 @@ def _ending(app: App, t: Texts, story: TraceStory, snapshot_id: str | None) -> N
         if story.sentences:
             for sentence in story.sentences:
                 with ui.row().classes("w-full items-baseline gap-1").mark("story-sentence"):
-                    ui.label(sentence.text).classes("text-sm")
+                    ui.label(_plain(sentence.text)).classes("text-sm")
                     for cid in sentence.citations:
                         cited = by_id.get(cid)
                         if cited is not None and cited.valid:
