@@ -125,12 +125,24 @@ def _recognise(det: np.ndarray, fine: np.ndarray | None = None) -> list[_Box]:
     quads, _ = eng(det, use_cls=False, use_rec=False)
     if not quads:
         return []
-    source = det if fine is None else fine
-    scale = source.shape[0] / det.shape[0]
-    points = [np.asarray(q, dtype=np.float32) * scale for q in quads]
-    crops = eng.get_crop_img_list(np.repeat(source[:, :, None], 3, axis=2), points)
-    crops, _, _ = eng.text_cls(crops)
-    read, _ = eng.text_rec(crops, True)
+    points = [np.asarray(q, dtype=np.float32) for q in quads]
+    crops = eng.get_crop_img_list(np.repeat(det[:, :, None], 3, axis=2), points)
+    # Which lines are upside down is decided on the crops the classifier is made for (at the
+    # detector's resolution): on finer crops it turns some upright lines over.
+    upright, turned, _ = eng.text_cls(crops)
+    if fine is not None:
+        scale = fine.shape[0] / det.shape[0]
+        crops = eng.get_crop_img_list(
+            np.repeat(fine[:, :, None], 3, axis=2), [p * scale for p in points]
+        )
+        threshold = eng.text_cls.cls_thresh
+        upright = [
+            np.ascontiguousarray(np.rot90(crop, 2))
+            if "180" in label and score > threshold
+            else crop
+            for crop, (label, score) in zip(crops, turned, strict=True)
+        ]
+    read, _ = eng.text_rec(upright, True)
     boxes: list[_Box] = []
     for quad, (text, score, info) in zip(quads, read, strict=True):
         if float(score) < eng.text_score:
@@ -403,6 +415,7 @@ class OcrOutcome(msgspec.Struct, frozen=True):
 
     pages: dict[int, OcrPage] = {}
     skipped: tuple[int, ...] = ()  # 0-based
+    failed: tuple[int, ...] = ()  # 0-based pages the engine failed on
 
     @property
     def text_pages(self) -> list[int]:
@@ -439,6 +452,17 @@ class OcrOutcome(msgspec.Struct, frozen=True):
                     pages=tuple(skipped),
                 )
             )
+        if self.failed:
+            failed = [p + 1 for p in self.failed]
+            out.append(
+                ParseWarning(
+                    code="ocr_failed",
+                    message=f"Text recognition failed on {_pages_said(failed)}, so "
+                    f"{'it was' if len(failed) == 1 else 'they were'} left out; the other "
+                    "pages were imported.",
+                    pages=tuple(failed),
+                )
+            )
         low = [
             p + 1
             for p, page in sorted(self.pages.items())
@@ -463,7 +487,8 @@ def merged(parts: list[OcrOutcome], limit: int) -> OcrOutcome:
     wanted = sorted(pages)
     kept = {p: pages[p] for p in wanted[:limit]}
     skipped = sorted({*wanted[limit:], *(p for part in parts for p in part.skipped)})
-    return OcrOutcome(kept, tuple(skipped))
+    failed = sorted(p for part in parts for p in part.failed)
+    return OcrOutcome(kept, tuple(skipped), tuple(failed))
 
 
 def _pages_said(pages: list[int]) -> str:
@@ -495,8 +520,16 @@ def recognise_unreadable(
             or not page_quality(texts[k], controls[k] if k < len(controls) else 0).readable
         )
     ]
-    found = {p: recognise_page(doc[p]) for p in wanted[: limits.ocr_max_pages]}
-    return OcrOutcome(found, tuple(wanted[limits.ocr_max_pages :]))
+    found: dict[int, OcrPage] = {}
+    failed: list[int] = []
+    for p in wanted[: limits.ocr_max_pages]:
+        try:
+            found[p] = recognise_page(doc[p])
+        except MemoryError:
+            raise
+        except Exception:  # the engine failing on one page must not lose the document
+            failed.append(p)
+    return OcrOutcome(found, tuple(wanted[limits.ocr_max_pages :]), tuple(failed))
 
 
 def recognise_pdf_pages(path: Path, pages: list[int], limits: ParseLimits) -> OcrOutcome:
