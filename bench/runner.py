@@ -83,6 +83,8 @@ BENCHMARKS: dict[str, str] = {
     "provider_faults": "bench.bench_faults:faults",
     "injection": "bench.bench_injection:injection",
     "text_quality": "bench.bench_text_quality:text_quality",
+    "ocr": "bench.bench_ocr:ocr_recall",
+    "ocr_import": "bench.bench_ocr:ocr_import",
 }
 
 
