@@ -9,6 +9,7 @@ included) or invalid usage. It never edits the arguments it reads: the tool vali
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,9 @@ async def cmd_tool(app: App, args: argparse.Namespace) -> int:
     return EXIT_USAGE if outcome.is_error else EXIT_OK
 
 
+JSON_NEGATIVE_NUMBER = re.compile(r"^-(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
+
+
 def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add `tool` to the `citewise` subcommands (`sub` from add_subparsers)."""
     p = sub.add_parser(
@@ -65,4 +69,7 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
         help="the arguments as a JSON object; - reads them from standard input, @FILE from a file",
     )
     p.add_argument("--snapshot", metavar="ID", help="a snapshot other than the active one")
+    # argparse takes "-1e+16" for an option (it knows only plain negative numbers); any JSON
+    # number is an argument here, so the tool answers it with its own error.
+    p._negative_number_matcher = JSON_NEGATIVE_NUMBER
     p.set_defaults(func=cmd_tool)

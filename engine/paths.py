@@ -28,7 +28,7 @@ import platformdirs.windows
 from engine.errors import InvalidCollectionName as InvalidCollectionName
 
 APP_NAME = "Citewise"
-_COLLECTION_NAME = re.compile(r"^[\w][\w .-]{0,63}$")
+_COLLECTION_NAME = re.compile(r"[\w][\w .-]{0,63}")  # fullmatch: `$` would let "a\n" through
 
 
 # Folder names Windows reserves for devices (also with any extension): "CON", "nul.txt", …
@@ -69,7 +69,7 @@ def long_path(path: str | os.PathLike[str], system: str = sys.platform) -> str:
 
 def check_collection_name(name: str) -> str:
     """A collection name is a folder name: letters, digits, space, '.', '-', '_' (≤ 64)."""
-    if not _COLLECTION_NAME.match(name) or name.strip(" .") != name or name in {".", ".."}:
+    if not _COLLECTION_NAME.fullmatch(name) or name.strip(" .") != name or name in {".", ".."}:
         raise InvalidCollectionName(
             f"{name!r} is not a valid collection name: use up to 64 letters, digits, spaces, "
             "'.', '-' or '_', not starting or ending with a space or dot"
