@@ -6,7 +6,7 @@ documents with pause and resume → first question from the wizard, streamed wit
 → the source viewer draws the cited PDF page → reload (nothing is asked again) → the answer's
 trace with its story and evidence replay → re-run it once from the page and open the re-run's
 trace → upload a file on the Library page → switch to Chinese → roll back to the first
-snapshot → remove a document → ask again in Chinese → back to English.
+snapshot → remove a document → ask again in Chinese and open its trace → back to English.
 
 After each action every page (Ask, Library, Traces, Settings) is opened again and the walk
 fails on any HTTP 5xx, page error, console error, error notification or error text (a Python
@@ -331,6 +331,13 @@ def _journey(
     page.locator(".q-chip", has_text="[1]").first.wait_for(timeout=60_000)
     walk.check("answer in Chinese")
     walk.shot("answer-zh")
+
+    # Its trace, told in Chinese.
+    page.get_by_role("link", name=walk.t("ask.trace")).first.click()
+    page.wait_for_url("**/traces?id=*")
+    walk.text("tr.story").wait_for(timeout=20_000)
+    walk.check("trace in Chinese")
+    walk.shot("trace-zh")
     walk.visit_every_page("answer-zh")
 
     walk.open("/settings")
