@@ -252,7 +252,7 @@ class ParsePool:
             nonlocal finish
             try:
                 async with self._slots.hold(ticket):
-                    part = await _in_process(parse_pdf_pages, path, start, end)
+                    part = await _in_process(parse_pdf_pages, path, start, end, limits)
                     parts.append(part)
                     if on_pages is not None:
                         on_pages(sum(len(p.pages) for p in parts), plan.page_count)

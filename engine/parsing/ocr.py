@@ -36,6 +36,10 @@ from engine.parsing.quality import page_quality
 # cost hardly changes, and 9-10 pt print read from more pixels keeps far more of its spaces.
 OCR_DPI = 100
 READ_DPI = 200
+# In a PDF that has a text layer, an image-only page where OCR reads fewer characters than
+# this is a cover, a logo or a figure (the Debian reference's cover reads "debian"), not a
+# scanned page of text.
+MIN_SCANNED_CHARS = 20
 # A page whose recognised characters average a lower score is listed in the import report.
 LOW_CONFIDENCE = 0.8
 ENGINE_PACKAGE = "rapidocr-onnxruntime"
@@ -421,6 +425,14 @@ class OcrOutcome(msgspec.Struct, frozen=True):
     def text_pages(self) -> list[int]:
         """0-based pages where OCR found text, in order."""
         return sorted(p for p, page in self.pages.items() if page.paragraphs)
+
+    def beside_text(self, has_text_layer: bool) -> OcrOutcome:
+        """These pages in a document that has (True) or lacks a text layer elsewhere: beside
+        text, pages where OCR read only a word or two are pictures and are left out."""
+        if not has_text_layer:
+            return self
+        kept = {p: page for p, page in self.pages.items() if page.chars >= MIN_SCANNED_CHARS}
+        return OcrOutcome(kept, self.skipped, self.failed)
 
     def paragraphs(self, page: int) -> tuple[OcrParagraph, ...]:
         found = self.pages.get(page)

@@ -26,6 +26,7 @@ from engine.parsing.lang import detect_lang
 from engine.parsing.limits import ParseLimits
 from engine.parsing.lines import clean_text, glue, is_cjk, join_lines, short_title
 from engine.parsing.model import LineBox, ParsedDocument, ParseWarning, unexpected_failure
+from engine.parsing.ocr import OcrOutcome, merged, recognise_unreadable
 from engine.parsing.pdf_file import (
     Damage,
     checked_page_count,
@@ -514,14 +515,43 @@ def parse_pdf(path: Path, limits: ParseLimits) -> ParsedDocument:
         page_count = checked_page_count(doc, path, limits)
         damage = damage_of(doc, path)
         rows, controls, broken = _extract(doc, range(page_count))
+        ocr = _recognised(doc, range(page_count), rows, controls, broken, limits)
         outline, meta_title = _outline(doc), _meta_title(doc)
         labels = _page_labels(doc)
     finally:
         doc.close()
     raw_pages = [[_Row(*row) for row in page] for page in rows]
     return _assemble(
-        path, limits, page_count, raw_pages, outline, meta_title, labels, controls, damage, broken
+        path,
+        limits,
+        page_count,
+        raw_pages,
+        outline,
+        meta_title,
+        labels,
+        controls,
+        damage,
+        broken,
+        ocr,
     )
+
+
+def _recognised(
+    doc: Any,
+    numbers: range,
+    rows: list[list[_RowTuple]],
+    controls: list[int],
+    broken: list[int],
+    limits: ParseLimits,
+) -> OcrOutcome:
+    """OCR (engine/parsing/ocr.py) of the pages `numbers` with no rows, or rows the quality
+    check rejects, while the page is open; a page where OCR read text loses its rows, so
+    _assemble takes that page's text from OCR alone."""
+    texts = [[row[4] for row in page] for page in rows]
+    outcome = recognise_unreadable(doc, numbers, texts, controls, limits, broken)
+    for p in outcome.text_pages:
+        rows[p - numbers.start] = []
+    return outcome
 
 
 def _pages_list(pages: list[int]) -> str:
@@ -567,6 +597,7 @@ def _assemble(
     controls: list[int] | None = None,
     damage: Damage = "",
     broken: list[int] | None = None,
+    ocr: OcrOutcome | None = None,
 ) -> ParsedDocument:
     """The document from every page's rows: quality check, furniture, outline or font
     headings, paragraphs.
@@ -599,10 +630,12 @@ def _assemble(
                 pages=tuple(rejected),
             )
         )
-    if not any(raw_pages) and damage == "cut_off":
+    ocr = (ocr or OcrOutcome()).beside_text(any(raw_pages))
+    scanned = ocr.text_pages  # 0-based pages whose text comes from OCR
+    if not any(raw_pages) and damage == "cut_off" and not scanned:
         raise cut_off()
     pages = without_furniture(raw_pages)
-    if not any(pages):
+    if not any(pages) and not scanned:
         raise ParseError(
             "no_text_layer",
             "This PDF has no text layer (it is probably a scan or made of images); run it "
@@ -634,8 +667,11 @@ def _assemble(
             builder.heading(split.title, split.depth, text=text, page=p + 1, lines=lines)
             at = max(at, row + len(heading_rows))
         _emit_rows(rows[at:], p + 1, right, builder)
+        for paragraph in ocr.paragraphs(p):
+            builder.paragraph(paragraph.text, p + 1, lines=paragraph.lines)
     title = meta_title or builder.first_heading or path.stem
     sections = builder.finish(title)
+    ocr_pages, ocr_confidence = ocr.summary()
     return ParsedDocument(
         title=title,
         lang=detect_lang(builder.texts()),
@@ -643,7 +679,10 @@ def _assemble(
         sections=sections,
         pages=page_count,
         page_labels=page_labels if len(page_labels) == page_count else (),
-        warnings=tuple(warnings),
+        warnings=(*warnings, *ocr.warnings(limits.ocr_max_pages)),
+        ocr_pages=ocr_pages,
+        pages_ocr=len(ocr_pages),
+        ocr_confidence=ocr_confidence,
     )
 
 
@@ -680,6 +719,7 @@ class PdfPart(msgspec.Struct, frozen=True, kw_only=True):
     pages: list[list[_RowTuple]]
     controls: list[int] = []  # per page, the control characters removed from its rows
     broken: list[int] = []  # 1-based numbers of the pages pymupdf failed to read
+    ocr: OcrOutcome | None = None  # the range's pages recognised by OCR (engine/parsing/ocr.py)
 
 
 def _stamp(path: Path) -> tuple[int, int]:
@@ -721,21 +761,24 @@ def plan_pdf(
     )
 
 
-def parse_pdf_pages(path: Path, start: int, end: int) -> PdfPart:
-    """The rows of pages [start, end) (0-based); raises only ParseError."""
+def parse_pdf_pages(path: Path, start: int, end: int, limits: ParseLimits | None = None) -> PdfPart:
+    """The rows of pages [start, end) (0-based), and the pages among them without usable text
+    recognised by OCR as `limits` allow (by default, on); raises only ParseError."""
     path = Path(path)
     try:
         stamp = _stamp(path)
         doc = open_pdf(path, pages_only=True)
         try:
             pages, controls, broken = _extract(doc, range(start, end))
+            limits = limits or ParseLimits()
+            ocr = _recognised(doc, range(start, end), pages, controls, broken, limits)
         finally:
             doc.close()
     except ParseError:
         raise
     except Exception as exc:
         raise unexpected_failure(exc) from exc
-    return PdfPart(stamp=stamp, start=start, pages=pages, controls=controls, broken=broken)
+    return PdfPart(stamp=stamp, start=start, pages=pages, controls=controls, broken=broken, ocr=ocr)
 
 
 def assemble_pdf(
@@ -767,6 +810,7 @@ def assemble_pdf(
             controls,
             plan.damage,
             [n for part in ordered for n in part.broken],
+            merged([part.ocr for part in ordered if part.ocr is not None], limits.ocr_max_pages),
         )
     except ParseError:
         raise

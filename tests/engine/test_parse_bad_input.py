@@ -147,7 +147,8 @@ def test_scanned_pdf_without_text_layer_is_no_text_layer(tmp_path: Path) -> None
         page.insert_image(page.rect, pixmap=pixmap)
     path = tmp_path / "scan.pdf"
     scan.save(path)
-    assert reason_of(path) == "no_text_layer"
+    # with OCR on, the pages are recognised (tests/engine/test_pdf_ocr.py)
+    assert reason_of(path, ParseLimits(ocr=False)) == "no_text_layer"
 
 
 # --- text encodings ----------------------------------------------------------------------------
