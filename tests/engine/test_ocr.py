@@ -124,11 +124,12 @@ def test_line_boxes_are_where_the_text_is_printed(recognised: dict[int, OcrPage]
         assert any(abs(box.y0 - r.y0) < 6 and (box & r).get_area() > 0 for r in printed), box
 
 
-def test_line_boxes_follow_a_rotated_page(tmp_path: Path, recognised: dict[int, OcrPage]) -> None:
-    """A page with /Rotate 90 renders turned; its boxes come back in the page's own
-    (unrotated) coordinates, like pymupdf's text extraction."""
+def test_line_boxes_follow_a_rotated_page(tmp_path: Path) -> None:
+    """A page stored on its side with /Rotate 90 shows upright; its boxes come back in the
+    page's own (unrotated) coordinates, like pymupdf's text extraction: there the lines run
+    down the page."""
     out = _mupdf.open()
-    add_scan(out, EN_PDF, (30, 0, 60, 40))  # two lines
+    add_scan(out, EN_PDF, (30, 0, 60, 40), turn=270)  # two lines, stored turned
     out[0].set_rotation(90)
     path = save(out, tmp_path / "rotated.pdf")
     with _mupdf.open(str(path)) as doc:
@@ -137,7 +138,7 @@ def test_line_boxes_follow_a_rotated_page(tmp_path: Path, recognised: dict[int, 
     assert "root shell prompt" in _text(found)
     for x0, y0, x1, y1, _ in (line for p in found.paragraphs for line in p.lines):
         assert 0 <= x0 < x1 <= unrotated.width + 1 and 0 <= y0 < y1 <= unrotated.height + 1
-        assert x1 - x0 > y1 - y0  # a line of text is wide, as it is on the unrotated page
+        assert y1 - y0 > x1 - x0  # on the unrotated page the line runs top to bottom
 
 
 def test_page_limit_and_off_switch(scans: Path) -> None:
