@@ -43,7 +43,7 @@ def test_import_progress_shows_pages_blocks_failures_and_counts_the_library(
     assert code == 3  # ready_partial: what could be read is usable, the failures are listed
     err = captured.err
     assert "locked.pdf could not be imported (parse: encrypted): This PDF is password" in err
-    assert "truncated.pdf could not be imported (parse: corrupt): This PDF is incomplete" in err
+    assert "truncated.pdf could not be imported (parse: corrupt): This PDF is cut off" in err
     bar = err.strip().splitlines()[-1]
     assert bar.startswith("done") and "100%" in bar and "3/3 docs (2 failed)" in bar
     assert "261/261 pages read" in bar
