@@ -476,6 +476,7 @@ TEXTS: dict[str, tuple[str, str]] = {
     "lib.tool.query": ("Words to search for", "搜索词"),
     "lib.tool.term": ("Exact text", "精确文本"),
     "lib.tool.document": ("Document", "文档"),
+    "lib.tool.all_documents": ("All documents", "全部文档"),
     "lib.tool.section": ("Section (empty = whole document)", "章节(留空 = 全文)"),
     "lib.tool.run": ("Run", "运行"),
     "lib.tool.empty": ("Nothing found ({reason}).", "没有结果({reason})。"),

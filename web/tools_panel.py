@@ -24,7 +24,9 @@ class ToolsPanel:
     def __init__(self, app: App, t: Texts, documents: list[DocumentView]) -> None:
         self.app = app
         self.t = t
-        options = {ALL: "—"} | {d.doc_id: f"{d.title} ({d.source})" for d in documents}
+        options = {ALL: t("lib.tool.all_documents")} | {
+            d.doc_id: f"{d.title} ({d.source})" for d in documents
+        }
         doc_only = {d.doc_id: f"{d.title} ({d.source})" for d in documents}
         with ui.card().classes("w-full").mark("tools-panel"):
             ui.label(t("lib.tools")).classes("text-base font-semibold")
@@ -35,7 +37,9 @@ class ToolsPanel:
             with ui.tab_panels(tabs, value=search_tab).classes("w-full"):
                 with ui.tab_panel(search_tab):
                     query = ui.input(t("lib.tool.query")).classes("w-full").mark("tool-query")
-                    search_doc = ui.select(options, value=ALL, label=t("lib.tool.document"))
+                    search_doc = ui.select(
+                        options, value=ALL, label=t("lib.tool.document")
+                    ).classes("min-w-[16rem]")
                     ui.button(
                         t("lib.tool.run"),
                         on_click=lambda: self._run(
@@ -44,7 +48,9 @@ class ToolsPanel:
                     ).mark("tool-run-search")
                 with ui.tab_panel(scan_tab):
                     term = ui.input(t("lib.tool.term")).classes("w-full").mark("tool-term")
-                    scan_doc = ui.select(options, value=ALL, label=t("lib.tool.document"))
+                    scan_doc = ui.select(options, value=ALL, label=t("lib.tool.document")).classes(
+                        "min-w-[16rem]"
+                    )
                     ui.button(
                         t("lib.tool.run"),
                         on_click=lambda: self._run(
@@ -53,7 +59,9 @@ class ToolsPanel:
                     ).mark("tool-run-scan")
                 with ui.tab_panel(list_tab):
                     first = next(iter(doc_only), None)
-                    list_doc = ui.select(doc_only, value=first, label=t("lib.tool.document"))
+                    list_doc = ui.select(
+                        doc_only, value=first, label=t("lib.tool.document")
+                    ).classes("min-w-[16rem]")
                     section = ui.select({}, label=t("lib.tool.section"), clearable=True).classes(
                         "w-full"
                     )
