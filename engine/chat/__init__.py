@@ -1,18 +1,39 @@
 """The chat model client (DeepSeek and any OpenAI-compatible endpoint), its errors and pricing.
 Callers import from here, not from the submodules."""
 
-from engine.chat.client import (
-    ChatClient,
-    ChatMessage,
-    ChatResponse,
-    ChatUsage,
-    OnDelta,
-    StreamDelta,
-)
-from engine.chat.pricing import billed_tokens, cost_of
-from engine.errors import CHAT_RETRYABLE_CODES as RETRYABLE_CODES
-from engine.errors import ChatError
-from engine.errors import ChatErrorCode as ErrorCode
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the same names, for type checkers; at run time each loads on first use
+    from engine.chat.client import (
+        ChatClient,
+        ChatMessage,
+        ChatResponse,
+        ChatUsage,
+        OnDelta,
+        StreamDelta,
+    )
+    from engine.chat.pricing import billed_tokens, cost_of
+    from engine.errors import CHAT_RETRYABLE_CODES as RETRYABLE_CODES
+    from engine.errors import ChatError
+    from engine.errors import ChatErrorCode as ErrorCode
+
+# public name -> (module, name there): importing the package loads none of them (PEP 562)
+_EXPORTS: dict[str, tuple[str, str]] = {
+    "ChatClient": ("engine.chat.client", "ChatClient"),
+    "ChatMessage": ("engine.chat.client", "ChatMessage"),
+    "ChatResponse": ("engine.chat.client", "ChatResponse"),
+    "ChatUsage": ("engine.chat.client", "ChatUsage"),
+    "OnDelta": ("engine.chat.client", "OnDelta"),
+    "StreamDelta": ("engine.chat.client", "StreamDelta"),
+    "billed_tokens": ("engine.chat.pricing", "billed_tokens"),
+    "cost_of": ("engine.chat.pricing", "cost_of"),
+    "RETRYABLE_CODES": ("engine.errors", "CHAT_RETRYABLE_CODES"),
+    "ChatError": ("engine.errors", "ChatError"),
+    "ErrorCode": ("engine.errors", "ChatErrorCode"),
+}
 
 __all__ = [
     "RETRYABLE_CODES",
@@ -27,3 +48,17 @@ __all__ = [
     "billed_tokens",
     "cost_of",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module, attribute = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -2,14 +2,39 @@
 embedding cache and `embed_texts`. Callers import from here, not from the submodules.
 """
 
-from engine.embedding.base import EmbeddingProvider, EmbeddingResult, Vectors, normalise
-from engine.embedding.batching import EmbedOutcome, EmbedProgress, embed_texts
-from engine.embedding.cache import EmbeddingCache, text_hash
-from engine.embedding.local import LocalEmbedding, local_model_id
-from engine.embedding.openai_compat import OpenAICompatibleEmbedding
-from engine.errors import EMBEDDING_RETRYABLE_CODES as RETRYABLE_CODES
-from engine.errors import EmbeddingError
-from engine.errors import EmbeddingErrorCode as ErrorCode
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the same names, for type checkers; at run time each loads on first use
+    from engine.embedding.base import EmbeddingProvider, EmbeddingResult, Vectors, normalise
+    from engine.embedding.batching import EmbedOutcome, EmbedProgress, embed_texts
+    from engine.embedding.cache import EmbeddingCache, text_hash
+    from engine.embedding.local import LocalEmbedding, local_model_id
+    from engine.embedding.openai_compat import OpenAICompatibleEmbedding
+    from engine.errors import EMBEDDING_RETRYABLE_CODES as RETRYABLE_CODES
+    from engine.errors import EmbeddingError
+    from engine.errors import EmbeddingErrorCode as ErrorCode
+
+# public name -> (module, name there): importing the package loads none of them (PEP 562)
+_EXPORTS: dict[str, tuple[str, str]] = {
+    "EmbeddingProvider": ("engine.embedding.base", "EmbeddingProvider"),
+    "EmbeddingResult": ("engine.embedding.base", "EmbeddingResult"),
+    "Vectors": ("engine.embedding.base", "Vectors"),
+    "normalise": ("engine.embedding.base", "normalise"),
+    "EmbedOutcome": ("engine.embedding.batching", "EmbedOutcome"),
+    "EmbedProgress": ("engine.embedding.batching", "EmbedProgress"),
+    "embed_texts": ("engine.embedding.batching", "embed_texts"),
+    "EmbeddingCache": ("engine.embedding.cache", "EmbeddingCache"),
+    "text_hash": ("engine.embedding.cache", "text_hash"),
+    "LocalEmbedding": ("engine.embedding.local", "LocalEmbedding"),
+    "local_model_id": ("engine.embedding.local", "local_model_id"),
+    "OpenAICompatibleEmbedding": ("engine.embedding.openai_compat", "OpenAICompatibleEmbedding"),
+    "RETRYABLE_CODES": ("engine.errors", "EMBEDDING_RETRYABLE_CODES"),
+    "EmbeddingError": ("engine.errors", "EmbeddingError"),
+    "ErrorCode": ("engine.errors", "EmbeddingErrorCode"),
+}
 
 __all__ = [
     "RETRYABLE_CODES",
@@ -28,3 +53,17 @@ __all__ = [
     "normalise",
     "text_hash",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module, attribute = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -5,24 +5,51 @@ and assemble_pdf (one long PDF parsed in several worker processes); everything e
 package is an implementation detail. Parsers only read; they never write files.
 """
 
-from engine.errors import ParseError
-from engine.parsing.dispatch import (
-    PARSER_VERSIONS,
-    SUPPORTED_SUFFIXES,
-    parse_file,
-    plan_parallel_parse,
-)
-from engine.parsing.limits import ParseLimits
-from engine.parsing.model import (
-    PATH_SEPARATOR,
-    Paragraph,
-    ParsedDocument,
-    ParsedSection,
-    ParseWarning,
-    unique_paths,
-)
-from engine.parsing.ocr import engine_version as ocr_engine_version
-from engine.parsing.pdf import PdfPart, PdfPlan, assemble_pdf, parse_pdf_pages
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the same names, for type checkers; at run time each loads on first use
+    from engine.errors import ParseError
+    from engine.parsing.dispatch import (
+        PARSER_VERSIONS,
+        SUPPORTED_SUFFIXES,
+        parse_file,
+        plan_parallel_parse,
+    )
+    from engine.parsing.limits import ParseLimits
+    from engine.parsing.model import (
+        PATH_SEPARATOR,
+        Paragraph,
+        ParsedDocument,
+        ParsedSection,
+        ParseWarning,
+        unique_paths,
+    )
+    from engine.parsing.ocr import engine_version as ocr_engine_version
+    from engine.parsing.pdf import PdfPart, PdfPlan, assemble_pdf, parse_pdf_pages
+
+# public name -> (module, name there): importing the package loads none of them (PEP 562)
+_EXPORTS: dict[str, tuple[str, str]] = {
+    "ParseError": ("engine.errors", "ParseError"),
+    "PARSER_VERSIONS": ("engine.parsing.dispatch", "PARSER_VERSIONS"),
+    "SUPPORTED_SUFFIXES": ("engine.parsing.dispatch", "SUPPORTED_SUFFIXES"),
+    "parse_file": ("engine.parsing.dispatch", "parse_file"),
+    "plan_parallel_parse": ("engine.parsing.dispatch", "plan_parallel_parse"),
+    "ParseLimits": ("engine.parsing.limits", "ParseLimits"),
+    "PATH_SEPARATOR": ("engine.parsing.model", "PATH_SEPARATOR"),
+    "Paragraph": ("engine.parsing.model", "Paragraph"),
+    "ParsedDocument": ("engine.parsing.model", "ParsedDocument"),
+    "ParsedSection": ("engine.parsing.model", "ParsedSection"),
+    "ParseWarning": ("engine.parsing.model", "ParseWarning"),
+    "unique_paths": ("engine.parsing.model", "unique_paths"),
+    "ocr_engine_version": ("engine.parsing.ocr", "engine_version"),
+    "PdfPart": ("engine.parsing.pdf", "PdfPart"),
+    "PdfPlan": ("engine.parsing.pdf", "PdfPlan"),
+    "assemble_pdf": ("engine.parsing.pdf", "assemble_pdf"),
+    "parse_pdf_pages": ("engine.parsing.pdf", "parse_pdf_pages"),
+}
 
 __all__ = [
     "PARSER_VERSIONS",
@@ -43,3 +70,17 @@ __all__ = [
     "plan_parallel_parse",
     "unique_paths",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module, attribute = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
