@@ -127,6 +127,21 @@ class BuildStats(msgspec.Struct, frozen=True, kw_only=True):
     blocks_reused: int = 0  # blocks of documents imported again unchanged (no work done)
 
 
+class GraphBuild(msgspec.Struct, frozen=True, kw_only=True):
+    """How a snapshot's HNSW graph was built. With threads > 1 the graph's bytes (and so the
+    content hash) differ from build to build of the same vectors; the graph of one snapshot
+    never changes, so its searches are deterministic."""
+
+    library: str  # "usearch 2.26.6"
+    threads: int  # insertion threads of this build (of the vectors it added)
+    connectivity: int  # HNSW M
+    expansion_add: int  # efConstruction
+    expansion_search: int  # ef used by this app's searches
+    from_parent: bool = False  # extended from the parent snapshot's graph
+    vectors_added: int = 0  # vectors inserted by this build
+    vectors_removed: int = 0  # parent keys removed by this build
+
+
 class ManifestDocument(msgspec.Struct, frozen=True, kw_only=True):
     doc_id: str
     source: str
@@ -153,3 +168,4 @@ class SnapshotManifest(msgspec.Struct, frozen=True, kw_only=True):
     stats: BuildStats = BuildStats()
     files: dict[str, int] = {}  # file name -> size in bytes, checked on open
     content_hash: str = ""  # sha256 over every file and the deterministic manifest fields
+    vector_graph: GraphBuild | None = None  # how the HNSW graph was built, when there is one

@@ -36,6 +36,7 @@ from index.prepared import PreparedDocument, prepare_laid_out, vector_keys
 from index.records import (
     SNAPSHOT_FORMAT,
     DocumentRecord,
+    GraphBuild,
     ManifestDocument,
     PageRect,
     SnapshotManifest,
@@ -280,7 +281,7 @@ def _build(
     sizes.update(bm25_sizes)
     n_blocks = sum(len(blocks.blocks) for blocks in layouts)
     kind: VectorKind = "none"
-    from_parent = False
+    graph_build: GraphBuild | None = None
     dim = manifest.embedding.dimensions if manifest.embedding else 0
     if manifest.embedding is not None:
         matrix = np.zeros((n_blocks, dim), dtype=np.float32)
@@ -294,7 +295,7 @@ def _build(
             else:
                 keys[row : row + count] = vector_keys(doc.doc_id, blocks)
             row += count
-        vector_sizes, kind, from_parent = write_vectors(
+        vector_sizes, kind, graph_build = write_vectors(
             directory,
             matrix,
             keys,
@@ -310,7 +311,7 @@ def _build(
         vector_index=kind,
         exact_search_max_blocks=exact_search_max_blocks,
         bm25=bm25_stats,
-        graph_from_parent=from_parent,
+        graph_from_parent=graph_build is not None and graph_build.from_parent,
     )
     sizes[HEADER] = write_new_file(directory / HEADER, msgspec.msgpack.encode(header))
     fsync_dir(directory)
@@ -328,6 +329,7 @@ def _build(
         tokenizer_version=manifest.tokenizer_version or TOKENIZER_VERSION,
         vector_index=kind,
         stats=msgspec.structs.replace(manifest.stats, blocks_indexed=n_blocks),
+        vector_graph=graph_build,
         files=dict(sorted(sizes.items())),
         content_hash="",
     )

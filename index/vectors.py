@@ -4,8 +4,10 @@
 usearch's brute-force cosine over it (measured faster than numpy here). Above
 `exact_search_max_blocks` a usearch HNSW graph (`vectors.usearch`, opened as a memory-mapped
 view) is added; it is extended from the parent's graph, never rebuilt, when the parent has one.
-`vector_keys.u64`/`vector_ordinals.u32` map stable keys to ordinals. Never multi-threaded adds:
-they make the graph bytes non-reproducible.
+`vector_keys.u64`/`vector_ordinals.u32` map stable keys to ordinals. Graphs are built with
+every core: the bytes then differ from build to build (the manifest's `vector_graph` says how
+a graph was built), but a built graph never changes and is searched on one thread, so the same
+snapshot and query always give the same blocks.
 """
 
 from __future__ import annotations
@@ -13,22 +15,20 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import math
+import os
+from importlib import metadata
 from pathlib import Path
-from typing import Literal
+from types import ModuleType
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import numpy.typing as npt
 
-# usearch's extension carries a static libstdc++ whose unique (process-wide) symbols crash
-# onnxruntime, the OCR engine's runtime, when it loads after usearch in the same process;
-# loaded before, both work. Where onnxruntime is not installed, nothing changes.
-with contextlib.suppress(ImportError):
-    import onnxruntime  # noqa: F401
+if TYPE_CHECKING:
+    from usearch.index import Index, Matches
 
-from usearch.index import Index, Matches
-from usearch.index import search as brute_force
-
-from index.fsutil import Mapped, fsync_file, write_new_file
+from index.fsutil import Mapped, close_map, fsync_file, map_file, write_new_file
+from index.records import GraphBuild
 
 MATRIX = "vectors.f16"
 KEYS = "vector_keys.u64"
@@ -41,6 +41,37 @@ _TIE_MARGIN = 16  # extra rows fetched so ties at the cut can be ordered by ordi
 # HNSW search breadth: usearch's default 64 gave recall@10 0.947 on 4k clustered 64-d vectors,
 # 128 gave 0.987 for +0.01 ms per query.
 _EXPANSION_SEARCH = 128
+# Build parameters, stated rather than left to usearch's defaults (the same values), so the
+# manifest can say how a graph was built.
+_CONNECTIVITY = 16
+_EXPANSION_ADD = 128
+
+
+def build_threads() -> int:
+    """The cores this process may run on: what an HNSW build uses."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def load_usearch() -> ModuleType:
+    """The `usearch` package and its `index` module, imported on first use: the one place
+    the project imports usearch.
+
+    usearch's extension carries a static libstdc++ whose unique (process-wide) symbols crash
+    onnxruntime (the OCR engine's runtime) when onnxruntime loads after usearch in the same
+    process; loaded before, both work. So onnxruntime, when installed, is imported here first:
+    a process that never searches or builds vectors (`citewise status`, a parse worker) pays
+    for neither, and no order of use can load usearch before onnxruntime.
+    tests/index/test_usearch_order.py checks that nothing else imports usearch.
+    """
+    with contextlib.suppress(ImportError):
+        import onnxruntime  # noqa: F401
+
+    import usearch.index
+
+    return usearch
 
 
 def vector_key(doc_id: str, block_id: str) -> int:
@@ -56,13 +87,15 @@ def write_vectors(
     *,
     exact_search_max_blocks: int,
     parent: Path | None = None,
-) -> tuple[dict[str, int], VectorKind, bool]:
+    threads: int | None = None,
+) -> tuple[dict[str, int], VectorKind, GraphBuild | None]:
     """Write the vector files for `matrix` (row = ordinal) whose block keys are `keys`.
 
     `parent` is a snapshot directory with an HNSW graph of the same embedding; when given and
     an HNSW graph is needed, the parent's graph is loaded (the parent file is only read), keys
-    that are gone or whose vector changed are removed, new ones added. Returns (file sizes,
-    kind, whether the parent's graph was reused).
+    that are gone or whose vector changed are removed, new ones added. `threads` insert the
+    vectors (default: every core; 1 makes the graph's bytes reproducible). Returns (file
+    sizes, kind, how the graph was built or None without one).
     """
     n, dim = matrix.shape
     if len(keys) != n:
@@ -78,46 +111,88 @@ def write_vectors(
         ORDINALS: write_new_file(directory / ORDINALS, order.astype("<u4").tobytes()),
     }
     if n <= exact_search_max_blocks:
-        return sizes, "exact", False
-    reused = parent is not None and (parent / GRAPH).is_file()
-    if parent is not None and reused:
-        graph = _extend_parent_graph(parent, halves, keys, dim)
+        return sizes, "exact", None
+    threads = threads or build_threads()
+    if parent is not None and (parent / GRAPH).is_file():
+        graph, added, removed = _extend_parent_graph(parent, halves, keys, dim, threads)
+        from_parent = True
     else:
-        graph = Index(ndim=dim, metric="cos", dtype="f16")
-        graph.add(keys, halves, threads=1)
+        graph = load_usearch().index.Index(
+            ndim=dim,
+            metric="cos",
+            dtype="f16",
+            connectivity=_CONNECTIVITY,
+            expansion_add=_EXPANSION_ADD,
+        )
+        graph.add(keys, halves, threads=threads)
+        added, removed, from_parent = n, 0, False
+    build = GraphBuild(
+        library=f"usearch {metadata.version('usearch')}",
+        threads=threads,
+        connectivity=int(graph.connectivity),
+        expansion_add=int(graph.expansion_add),
+        expansion_search=_EXPANSION_SEARCH,
+        from_parent=from_parent,
+        vectors_added=added,
+        vectors_removed=removed,
+    )
     graph.save(str(directory / GRAPH))
     _unload(graph)
     fsync_file(directory / GRAPH, point="snapshot.graph")
     sizes[GRAPH] = (directory / GRAPH).stat().st_size
-    return sizes, "hnsw", reused
+    return sizes, "hnsw", build
 
 
 def _extend_parent_graph(
-    parent: Path, halves: npt.NDArray[np.float16], keys: npt.NDArray[np.uint64], dim: int
-) -> Index:
-    graph = Index.restore(str(parent / GRAPH), view=False)
+    parent: Path,
+    halves: npt.NDArray[np.float16],
+    keys: npt.NDArray[np.uint64],
+    dim: int,
+    threads: int,
+) -> tuple[Index, int, int]:
+    """The parent's graph loaded into memory (usearch cannot add to a memory-mapped view),
+    without the keys that are gone or changed, with the new ones added: (graph, added,
+    removed). The parent's key map and matrix are only mapped, not read whole."""
+    graph = load_usearch().index.Index.restore(str(parent / GRAPH), view=False)
     if graph is None or graph.ndim != dim:
         raise ValueError(f"parent graph {parent / GRAPH} does not match dimension {dim}")
-    parent_keys = np.fromfile(parent / KEYS, dtype="<u8")
-    parent_ordinals = np.fromfile(parent / ORDINALS, dtype="<u4")
-    parent_matrix = np.fromfile(parent / MATRIX, dtype="<f2").reshape(-1, dim)
-    # A key kept from the parent must carry the very same vector (bit for bit: numpy compares
-    # float16 values slowly, their bits fast); otherwise re-add it.
-    position = np.searchsorted(parent_keys, keys)
-    position[position >= len(parent_keys)] = 0
-    present = parent_keys[position] == keys if len(parent_keys) else np.zeros(len(keys), bool)
-    same = present.copy()
-    if bool(present.any()):
-        old_rows = parent_matrix[parent_ordinals[position[present]]].view(np.uint16)
-        same[present] = np.all(old_rows == halves[present].view(np.uint16), axis=1)
-    kept = keys[same]
-    gone = np.setdiff1d(parent_keys, kept, assume_unique=True)
+    maps = [map_file(parent / name) for name in (KEYS, ORDINALS, MATRIX)]
+    try:
+        same, gone = _kept_from_parent(maps[0], maps[1], maps[2], halves, keys)
+    finally:
+        for mapped in maps:
+            close_map(mapped)
     if len(gone):
         graph.remove(gone)
-    fresh = np.flatnonzero(~same)  # ordinal order: deterministic
+    fresh = np.flatnonzero(~same)  # ordinal order
     if len(fresh):
-        graph.add(keys[fresh], halves[fresh], threads=1)
-    return graph
+        graph.add(keys[fresh], halves[fresh], threads=threads)
+    return graph, len(fresh), len(gone)
+
+
+def _kept_from_parent(
+    keys_map: Mapped,
+    ordinals_map: Mapped,
+    matrix_map: Mapped,
+    halves: npt.NDArray[np.float16],
+    keys: npt.NDArray[np.uint64],
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.uint64]]:
+    """(which of `keys` the parent's graph holds with the very same vector, the parent keys
+    to remove). A kept vector must match bit for bit: numpy compares float16 values slowly,
+    their bits fast. No array returned views the maps."""
+    parent_keys = np.frombuffer(keys_map, dtype="<u8")
+    parent_ordinals = np.frombuffer(ordinals_map, dtype="<u4")
+    parent_matrix = np.frombuffer(matrix_map, dtype="<u2").reshape(-1, halves.shape[1])
+    if not len(parent_keys):
+        return np.zeros(len(keys), np.bool_), np.zeros(0, np.uint64)
+    position = np.searchsorted(parent_keys, keys)
+    position[position >= len(parent_keys)] = 0
+    same = parent_keys[position] == keys
+    if bool(same.any()):
+        old_rows = parent_matrix[parent_ordinals[position[same]]]
+        same[same] = np.all(old_rows == halves[same].view(np.uint16), axis=1)
+    gone = np.setdiff1d(parent_keys, keys[same], assume_unique=True)
+    return same, gone
 
 
 class VectorIndex:
@@ -146,7 +221,7 @@ class VectorIndex:
             raise ValueError("vector key map does not match the number of blocks")
         self._graph: Index | None = None
         if graph_path is not None:
-            graph = Index.restore(str(graph_path), view=True)
+            graph = load_usearch().index.Index.restore(str(graph_path), view=True)
             if graph is None or graph.ndim != dim:
                 raise ValueError(f"{graph_path.name} is not a usearch index of dimension {dim}")
             graph.expansion_search = _EXPANSION_SEARCH  # type: ignore[misc]  # has a setter
@@ -191,6 +266,7 @@ class VectorIndex:
     def _exact(
         self, q: npt.NDArray[np.float16], k: int, ranges: list[tuple[int, int]]
     ) -> list[tuple[int, float]]:
+        brute_force = load_usearch().index.search
         found_ordinals: list[npt.NDArray[np.uint64]] = []
         found_distances: list[npt.NDArray[np.float32]] = []
         for start, end in ranges:
@@ -232,7 +308,7 @@ class VectorIndex:
 
 
 def _single(matches: object) -> Matches:
-    if not isinstance(matches, Matches):
+    if not isinstance(matches, load_usearch().index.Matches):
         raise TypeError(f"expected the matches of one query, got {type(matches).__name__}")
     return matches
 

@@ -39,6 +39,7 @@ from index.snapshot import (
     verify_snapshot,
 )
 from index.textnorm import document_tokens, fold
+from index.vectors import build_threads
 
 DOCS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "docs"
 DIM = 32
@@ -404,6 +405,17 @@ def test_hnsw_graph_is_extended_from_a_parent_with_the_same_embedding_only(
     other = manifest(embedding=EmbeddingSpec(provider="local", model="other", dimensions=DIM))
     moved = build(tmp_path / "o", documents[1:], vectors[1:], other, threshold=100, parent=parent)
     assert child.vector_index == moved.vector_index == "hnsw"
+    # The manifest says how each graph was built: all cores, stated HNSW parameters, and
+    # whether it was extended from the parent (and by how much) or built afresh.
+    assert m.vector_graph is not None and child.vector_graph is not None
+    assert moved.vector_graph is not None
+    assert m.vector_graph.threads == child.vector_graph.threads == build_threads()
+    assert (m.vector_graph.connectivity, m.vector_graph.expansion_add) == (16, 128)
+    assert m.vector_graph.library.startswith("usearch ")
+    assert not m.vector_graph.from_parent and not moved.vector_graph.from_parent
+    assert child.vector_graph.from_parent
+    assert child.vector_graph.vectors_removed == len(documents[0].blocks)
+    assert child.vector_graph.vectors_added == len(documents[2].blocks)
     with Snapshot.open(tmp_path / "c") as c, Snapshot.open(tmp_path / "o") as o:
         assert c.header.graph_from_parent and not o.header.graph_from_parent
         for snap in (c, o):
