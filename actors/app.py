@@ -30,13 +30,10 @@ from actors.collections import (
     delete_collection,
     rename_collection,
 )
-from actors.document_edit import EditResult, edit_document
 from actors.errors import AppError, CatalogError, DocumentEditError, OverrideError, SnapshotDamaged
-from actors.ingest import ImportProgress, ImportResult, Ingest, PauseGate
 from actors.journal import Journal
 from actors.origins import Origins, origins_of
 from actors.overrides import DocumentOverride, Overrides, clean_edit
-from actors.parse_pool import ParsePool
 from actors.settings import (
     effective_settings,
     env_overrides,
@@ -59,11 +56,7 @@ from actors.views import (
     snapshot_views,
 )
 from engine.config import Config, ConfigError, load_config
-from engine.embedding import EmbeddingCache, EmbeddingProvider
-from engine.embedding.providers import provider_for
 from engine.errors import UserError
-from engine.harness import Budgets, Citation
-from engine.keycheck import KeyCheck, check_chat_key, check_embedding
 from engine.paths import DataDir, check_collection_name, data_home
 from engine.prompts.registry import BundleDiff, BundleInfo, BundleRegistry
 from engine.secrets import (
@@ -75,19 +68,25 @@ from engine.secrets import (
     mask,
     set_key,
 )
-from engine.tokens import TokenCounter
-from engine.tools import ToolOutcome
 from engine.writer_lock import writer_active, writer_lock
 from index.records import PageRect, SnapshotManifest
-from index.snapshot import VerifyResult, verify_snapshot
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # what only an import, a question or a key test loads, when it runs
     from actors.answer_export import ExportLabels, ExportOptions
     from actors.conversations import ConversationSummary, ConversationTurn
+    from actors.document_edit import EditResult
+    from actors.ingest import ImportProgress, ImportResult, PauseGate
     from actors.jobs import AskRun, ImportJob
+    from actors.parse_pool import ParsePool
     from actors.source_view import PageImage, SourceReader, SourceView
     from actors.spending import SpendingTotals
     from actors.trace_writer import TraceWriter, WriterHealth
+    from engine.embedding import EmbeddingCache, EmbeddingProvider
+    from engine.harness import Budgets, Citation
+    from engine.keycheck import KeyCheck
+    from engine.tokens import TokenCounter
+    from engine.tools import ToolOutcome
+    from index.snapshot import VerifyResult
 
 # Parse workers start this long after the app does: late enough not to slow the first page
 # down, early enough to be up before a person has picked files to import.
@@ -157,7 +156,6 @@ class App(TraceMethods):
         try:
             async with open_app_trace_writer(self) as writer, anyio.create_task_group() as tg:
                 self._trace_writer, self._tasks = writer, tg
-                self._parse_pool = ParsePool()  # its slots need the running event loop
                 if warm_parse_workers_after is not None:
                     tg.start_soon(self._warm_parse_workers, warm_parse_workers_after)
                 try:
@@ -204,6 +202,15 @@ class App(TraceMethods):
         """How the trace writer is doing (records dropped, store errors), while running."""
         return None if self._trace_writer is None else self._trace_writer.health()
 
+    def _pool(self) -> ParsePool | None:
+        """The running app's parse pool, made on first use (its slots need the running event
+        loop; a command that imports nothing never loads the parsers)."""
+        if self._parse_pool is None and self._tasks is not None:
+            from actors.parse_pool import ParsePool
+
+            self._parse_pool = ParsePool()
+        return self._parse_pool
+
     async def _warm_parse_workers(self, after_s: float) -> None:
         from actors.parse_pool import warm_parse_workers
 
@@ -225,21 +232,29 @@ class App(TraceMethods):
     # -- shared components -------------------------------------------------------------------
     def embedder(self) -> EmbeddingProvider:
         if self._embedder is None:
+            from engine.embedding.providers import provider_for
+
             key = "" if self.config.embedding.provider == "local" else get_key("embedding") or ""
             self._embedder = provider_for(self.config.embedding, self.config.network, key)
         return self._embedder
 
     def embedding_cache(self) -> EmbeddingCache:
         if self._embedding_cache is None:
+            from engine.embedding import EmbeddingCache
+
             self._embedding_cache = EmbeddingCache(self.data.embedding_cache)
         return self._embedding_cache
 
     def counter(self) -> TokenCounter:
         if self._counter is None:
+            from engine.tokens import TokenCounter
+
             self._counter = TokenCounter()
         return self._counter
 
     def budgets(self) -> Budgets:
+        from engine.harness import Budgets
+
         return Budgets.from_config(self.config)
 
     # -- first run ---------------------------------------------------------------------------
@@ -310,6 +325,8 @@ class App(TraceMethods):
         self, name: KeyName, value: str | None = None, config: Config | None = None
     ) -> KeyCheck:
         """A connectivity test with `value` (or the stored key) and `config` (or the app's)."""
+        from engine.keycheck import check_chat_key, check_embedding
+
         c = config or self.config
         key = value.strip() if value else await anyio.to_thread.run_sync(get_key, name)
         if name == "deepseek":
@@ -423,6 +440,8 @@ class App(TraceMethods):
         wait_for_writer_s: float = 0.0,
     ) -> ImportResult:
         """Import in the calling task (the pipeline an ImportJob runs)."""
+        from actors.ingest import Ingest  # parsers, chunker and embedding load for an import
+
         name = self.resolve_collection(collection)
         with writer_lock(self.data, wait_for_writer_s):
             # Recorded first, so an import that is killed and resumed still knows them.
@@ -437,7 +456,7 @@ class App(TraceMethods):
                 await anyio.to_thread.run_sync(self.counter),
                 on_progress=on_progress,
                 gate=gate,
-                parse_pool=self._parse_pool,
+                parse_pool=self._pool(),
             )
             result = await ingest.run(paths, removals=removals)
             s = self.config.snapshots
@@ -514,6 +533,8 @@ class App(TraceMethods):
     ) -> EditResult:
         """Change a document's title, source label or aliases (by doc_id or source): a new
         snapshot that carries everything else over, and an edit later imports keep."""
+        from actors.document_edit import edit_document
+
         if self.importing():
             raise AppError("an import is running; wait for it to finish, then edit")
         catalog = self.catalog(collection)
@@ -635,6 +656,8 @@ class App(TraceMethods):
         path = catalog.snapshot_path(snapshot_id)
         if catalog.manifest(snapshot_id) is None:
             raise AppError(f"snapshot {snapshot_id} does not exist in {catalog.collection!r}")
+        from index.snapshot import verify_snapshot
+
         return await anyio.to_thread.run_sync(verify_snapshot, path)
 
     async def gc(self, collection: str | None = None) -> GcReport:

@@ -11,8 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.parsing import SUPPORTED_SUFFIXES
-from engine.parsing.dispatch import FORMAT_BY_SUFFIX
+from engine.parsing.formats import FORMAT_BY_SUFFIX, SUPPORTED_SUFFIXES
 from index.records import FailedDocument, SkippedFile
 
 

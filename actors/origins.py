@@ -12,7 +12,7 @@ from pathlib import Path
 
 import msgspec
 
-from actors.ingest import discover
+from actors.discovery import discover
 from engine.paths import DataDir
 from index.fsutil import atomic_write
 

@@ -12,12 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the same names, for type checkers; at run time each loads on first use
     from engine.errors import ParseError
-    from engine.parsing.dispatch import (
-        PARSER_VERSIONS,
-        SUPPORTED_SUFFIXES,
-        parse_file,
-        plan_parallel_parse,
-    )
+    from engine.parsing.dispatch import parse_file, plan_parallel_parse
+    from engine.parsing.formats import PARSER_VERSIONS, SUPPORTED_SUFFIXES
     from engine.parsing.limits import ParseLimits
     from engine.parsing.model import (
         PATH_SEPARATOR,
@@ -33,8 +29,8 @@ if TYPE_CHECKING:  # the same names, for type checkers; at run time each loads o
 # public name -> (module, name there): importing the package loads none of them (PEP 562)
 _EXPORTS: dict[str, tuple[str, str]] = {
     "ParseError": ("engine.errors", "ParseError"),
-    "PARSER_VERSIONS": ("engine.parsing.dispatch", "PARSER_VERSIONS"),
-    "SUPPORTED_SUFFIXES": ("engine.parsing.dispatch", "SUPPORTED_SUFFIXES"),
+    "PARSER_VERSIONS": ("engine.parsing.formats", "PARSER_VERSIONS"),
+    "SUPPORTED_SUFFIXES": ("engine.parsing.formats", "SUPPORTED_SUFFIXES"),
     "parse_file": ("engine.parsing.dispatch", "parse_file"),
     "plan_parallel_parse": ("engine.parsing.dispatch", "plan_parallel_parse"),
     "ParseLimits": ("engine.parsing.limits", "ParseLimits"),

@@ -12,34 +12,13 @@ from pathlib import Path
 from engine.errors import ParseError
 from engine.parsing.docx import parse_docx
 from engine.parsing.epub import parse_epub
+from engine.parsing.formats import FORMAT_BY_SUFFIX
 from engine.parsing.html import parse_html
 from engine.parsing.limits import MIB, ParseLimits
 from engine.parsing.markdown import parse_markdown
 from engine.parsing.model import ParsedDocument, unexpected_failure
 from engine.parsing.pdf import PdfPlan, parse_pdf, plan_pdf
 from engine.parsing.text import parse_text
-
-FORMAT_BY_SUFFIX: dict[str, str] = {
-    ".pdf": "pdf",
-    ".epub": "epub",
-    ".docx": "docx",
-    ".html": "html",
-    ".htm": "html",
-    ".xhtml": "html",
-    ".md": "markdown",
-    ".markdown": "markdown",
-    ".txt": "text",
-    ".text": "text",
-}
-SUPPORTED_SUFFIXES: frozenset[str] = frozenset(FORMAT_BY_SUFFIX)
-PARSER_VERSIONS: dict[str, str] = {
-    "pdf": "pdf-4",  # pdf-4: text-quality check, repaired files read, overlapping CJK lines joined
-    "epub": "epub-2",  # epub-2: inline SVG text, <object> fallbacks, in-chapter footers
-    "docx": "docx-2",  # docx-2: footnotes, endnotes, comments; text boxes once
-    "html": "html-2",  # html-2: main content only
-    "markdown": "markdown-2",  # -2: Latin-1 and damaged UTF-8 import with a warning
-    "text": "text-2",
-}
 
 _NAMES = {
     "pdf": "PDF",

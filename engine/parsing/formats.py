@@ -1,0 +1,26 @@
+"""Which files Citewise reads and the version of each parser: the table discovery decides by
+without loading any parser (PyMuPDF, lxml, OCR load only when a file is parsed)."""
+
+from __future__ import annotations
+
+FORMAT_BY_SUFFIX: dict[str, str] = {
+    ".pdf": "pdf",
+    ".epub": "epub",
+    ".docx": "docx",
+    ".html": "html",
+    ".htm": "html",
+    ".xhtml": "html",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".txt": "text",
+    ".text": "text",
+}
+SUPPORTED_SUFFIXES: frozenset[str] = frozenset(FORMAT_BY_SUFFIX)
+PARSER_VERSIONS: dict[str, str] = {
+    "pdf": "pdf-4",  # pdf-4: text-quality check, repaired files read, overlapping CJK lines joined
+    "epub": "epub-2",  # epub-2: inline SVG text, <object> fallbacks, in-chapter footers
+    "docx": "docx-2",  # docx-2: footnotes, endnotes, comments; text boxes once
+    "html": "html-2",  # html-2: main content only
+    "markdown": "markdown-2",  # -2: Latin-1 and damaged UTF-8 import with a warning
+    "text": "text-2",
+}
