@@ -57,6 +57,14 @@ class ImportProgress(msgspec.Struct, kw_only=True):
     blocks_per_s: float | None = None
     fraction: float = 0.0  # the share of the import done, 0..1; exactly 1.0 once it is done
     failures: list[FailedDocument] = []  # every document that failed, as it happened
+    # Of blocks_embedded, those whose vectors were already in the embedding cache (the
+    # finished batches of an interrupted run, or the same text embedded before): not sent
+    # again, and left out of blocks_per_s, which is the embedding pace.
+    blocks_cached: int = 0
+    documents_resumed: int = 0  # documents an interrupted run of this job had finished
+    ocr_pages: int = 0  # scanned pages recognised so far (from the OCR cache included)
+    ocr_pages_total: int = 0  # pages to recognise in the documents being read
+    ocr_pages_per_s: float | None = None  # the recognition pace (None: not measured yet)
 
 
 class ImportCounts(msgspec.Struct, frozen=True, kw_only=True):
@@ -67,6 +75,8 @@ class ImportCounts(msgspec.Struct, frozen=True, kw_only=True):
     unchanged: int  # imported again with the same content (no work done)
     failed: int  # this run's documents that could not be imported
     skipped: int  # files of a type Citewise does not read
+    resumed: int = 0  # documents an interrupted run had finished, kept without work
+    vectors_reused: int = 0  # blocks whose vectors came from the cache, not embedded again
 
 
 class ImportResult(msgspec.Struct, kw_only=True):
@@ -79,6 +89,10 @@ class ImportResult(msgspec.Struct, kw_only=True):
     stats: BuildStats
     message: str = ""
     library_documents: int = 0  # documents in the collection's active snapshot afterwards
+    # Documents an interrupted run of this job had finished (journaled): parsed and embedded
+    # then, taken from the caches now. Blocks whose vectors were reused are in
+    # stats.embedding_cache_hits.
+    documents_resumed: int = 0
 
     def counts(self) -> ImportCounts:
         s = self.stats
@@ -88,6 +102,8 @@ class ImportResult(msgspec.Struct, kw_only=True):
             unchanged=s.documents_reused,
             failed=s.documents_failed,
             skipped=len(self.skipped),
+            resumed=self.documents_resumed,
+            vectors_reused=s.embedding_cache_hits,
         )
 
 
@@ -185,7 +201,10 @@ class _Doc:
     blocks: int | None = None  # None until chunked
     embeds: bool = True  # its blocks need vectors in this run (False: carried over)
     ready: int = 0  # blocks with their vectors
+    cached: int = 0  # of them, from the embedding cache
     tokens: int = 0
+    ocr: int = 0  # pages recognised
+    ocr_total: int = 0  # pages to recognise
     over: bool = False  # finished or failed
 
 
@@ -211,6 +230,7 @@ class ProgressReporter:
         self._docs: dict[str, _Doc] = {}
         self._pages = Pace()
         self._blocks = Pace()
+        self._ocr = Pace()
         self._paused_since: float | None = None
         self._paused_s = 0.0
 
@@ -267,16 +287,40 @@ class ProgressReporter:
         if doc.embeds:
             p.blocks_to_embed += blocks
             if not self._blocks.started and not self._gate.paused:
-                self._blocks.restart(self._clock(), p.blocks_embedded)
+                self._blocks.restart(self._clock(), self._embedded_now)
         self.emit()
 
-    def embedding(self, source: str, ready: int, tokens: int) -> None:
-        """So many of a document's blocks have their vectors, for so many embedding tokens."""
+    def embedding(self, source: str, ready: int, tokens: int, cached: int = 0) -> None:
+        """So many of a document's blocks have their vectors (`cached` of them from the
+        embedding cache), for so many embedding tokens."""
         doc = self._docs.get(source)
         if doc is None or doc.over:
             return
+        p = self.progress
+        p.blocks_cached += cached - doc.cached
+        doc.cached = cached
         self._set_ready(doc, ready, tokens)
         self.emit()
+
+    def resumed(self, source: str) -> None:
+        """A document an interrupted run of this job had finished is finished again (from the
+        caches, without parsing or embedding)."""
+        self.progress.documents_resumed += 1
+        self.emit()
+
+    def ocr_pages(self, source: str, done: int, total: int) -> None:
+        """So many of the `total` pages of a document that need OCR are recognised."""
+        doc = self._docs.get(source)
+        if doc is None or doc.over:
+            return
+        p = self.progress
+        if not self._ocr.started and not self._gate.paused:
+            self._ocr.restart(self._clock(), p.ocr_pages)
+        p.ocr_pages += done - doc.ocr
+        p.ocr_pages_total += total - doc.ocr_total
+        doc.ocr, doc.ocr_total = done, total
+        self._ocr.add(self._clock(), p.ocr_pages)
+        self.emit(force=done == 0)
 
     def failed(self, target: Target, failure: FailedDocument) -> None:
         """A document failed: its blocks leave the work still to do; its reason is shown."""
@@ -288,6 +332,8 @@ class ProgressReporter:
                 if doc.embeds:
                     p.blocks_to_embed -= doc.blocks
                     p.blocks_embedded -= doc.ready
+                    p.blocks_cached -= doc.cached
+            p.ocr_pages_total -= doc.ocr_total - doc.ocr
             doc.over = True
         p.documents_failed += 1
         p.bytes_done += target.size
@@ -341,18 +387,22 @@ class ProgressReporter:
             self._paused_since = now
             self._pages.stop()
             self._blocks.stop()
-            p.eta_s = p.pages_per_s = p.blocks_per_s = None
+            self._ocr.stop()
+            p.eta_s = p.pages_per_s = p.blocks_per_s = p.ocr_pages_per_s = None
         elif p.state != "paused" and self._paused_since is not None:
             self._paused_s += now - self._paused_since
             self._paused_since = None
             self._pages.restart(now, p.pages)
             if p.blocks_to_embed:
-                self._blocks.restart(now, p.blocks_embedded)
+                self._blocks.restart(now, self._embedded_now)
+            if p.ocr_pages_total:
+                self._ocr.restart(now, p.ocr_pages)
 
     def _estimate(self, now: float) -> None:
         p = self.progress
         p.pages_per_s = _rounded(self._pages.rate(now))
         p.blocks_per_s = _rounded(self._blocks.rate(now))
+        p.ocr_pages_per_s = _rounded(self._ocr.rate(now))
         if p.state == "building":  # nothing is left but the build, whose length is unknown
             p.eta_s = None
             p.fraction = RUNNING_FRACTION_CAP
@@ -366,7 +416,17 @@ class ProgressReporter:
     def _time_left(self, now: float) -> float | None:
         """The longer of reading the pages left and embedding the blocks left, each at its
         measured pace (the stages run side by side); what is not read yet is extrapolated
-        from the documents read so far, by size. None while either is not known."""
+        from the documents read so far, by size. None while either is not known, except
+        while scanned pages are recognised: then the recognition's time left, at its own pace
+        (a document being recognised has no blocks to extrapolate from yet)."""
+        overall = self._reading_and_embedding_left(now)
+        ocr_left = sum(d.ocr_total - d.ocr for d in self._docs.values() if not d.over)
+        recognising = self._ocr.time_for(ocr_left, now) if ocr_left > 0 else None
+        if recognising is None:
+            return overall
+        return round(max(recognising, overall or 0.0), 1)
+
+    def _reading_and_embedding_left(self, now: float) -> float | None:
         open_docs = [d for d in self._docs.values() if not d.over]
         pages_left = blocks_left = 0.0
         unplanned: list[_Doc] = []
@@ -401,6 +461,11 @@ class ProgressReporter:
         return round(max(reading, embedding), 1)
 
     # -- bookkeeping -------------------------------------------------------------------------
+    @property
+    def _embedded_now(self) -> int:
+        """Blocks embedded by the provider in this run: the count the embedding pace follows."""
+        return self.progress.blocks_embedded - self.progress.blocks_cached
+
     def _set_pages(self, doc: _Doc, read: int, total: int) -> None:
         p = self.progress
         p.pages += read - doc.pages
@@ -413,7 +478,7 @@ class ProgressReporter:
         p.blocks_embedded += ready - doc.ready
         p.embedding_tokens += tokens - doc.tokens
         doc.ready, doc.tokens = ready, tokens
-        self._blocks.add(self._clock(), p.blocks_embedded)
+        self._blocks.add(self._clock(), self._embedded_now)
 
 
 def _per_byte(pairs: list[tuple[int | None, int]]) -> float | None:

@@ -110,6 +110,9 @@ class _Batch:
     # the build's per-document work, done as each new document arrives (by source)
     prepared: dict[str, PreparedDocument] = field(default_factory=dict)
     stats: BuildStats = field(default_factory=BuildStats)
+    # source -> content hash of the documents an interrupted run of this job finished
+    resumable: dict[str, str] = field(default_factory=dict)
+    resumed: int = 0  # of them, finished again from the caches in this run
 
 
 def embedding_text(record: DocumentRecord, block_index: int) -> str:
@@ -214,7 +217,9 @@ class Ingest:
             discover, [Path(t.path) for t in job.targets]
         )
         self.catalog.ensure()
-        batch = _Batch()
+        batch = _Batch(
+            resumable={e.source: e.content_hash for e in self.journal.done() if e.status == "ok"}
+        )
         for f in failed_early:
             batch.failed[f.source] = f
         self.report.start(targets, failed_early)
@@ -414,6 +419,7 @@ class Ingest:
                         batch_size=self.config.embedding.batch_size,
                         concurrency=self.config.embedding.concurrency,
                         on_progress=embedded.batch_done,
+                        before_batch=self.gate.wait,
                     )
                 except EmbeddingError as exc:
                     self._fail(batch, item.target, "embed", exc.code, exc.message)
@@ -447,6 +453,11 @@ class Ingest:
                         blocks=len(item.record.blocks),
                     ),
                 )
+                if not item.reused and (
+                    batch.resumable.get(item.target.source) == item.record.content_hash
+                ):
+                    batch.resumed += 1
+                    self.report.resumed(item.target.source)
                 self.report.finished(item.target, item.record, reused=item.reused)
 
     # -- build and activate ------------------------------------------------------------------
@@ -468,6 +479,7 @@ class Ingest:
                 skipped=skipped,
                 stats=self._stats(batch, skipped),
                 message="nothing changed: every document is already in the active snapshot",
+                documents_resumed=batch.resumed,
             )
 
         documents: dict[str, tuple[DocumentRecord, np.ndarray]] = {}
@@ -524,6 +536,7 @@ class Ingest:
                 skipped=skipped,
                 stats=stats,
                 message="no document could be imported; the active snapshot is unchanged",
+                documents_resumed=batch.resumed,
             )
         with self.catalog.building(directory):
             final = await anyio.to_thread.run_sync(
@@ -551,6 +564,7 @@ class Ingest:
             failed_documents=list(final.failed_documents),
             skipped=skipped,
             stats=final.stats,
+            documents_resumed=batch.resumed,
         )
 
     def _stats(self, batch: _Batch, skipped: list[SkippedFile]) -> BuildStats:
@@ -598,7 +612,9 @@ class _EmbeddingProgress:
         tokens = progress.tokens or round(
             (progress.texts_done - progress.cache_hits) * self._per_block
         )
-        self._report.embedding(self._source, progress.texts_done, tokens)
+        self._report.embedding(
+            self._source, progress.texts_done, tokens, cached=progress.cache_hits
+        )
 
 
 def _prepared_for(

@@ -89,9 +89,13 @@ def _progress_detail(p: ImportProgress) -> str:
         parts[0] += f" ({p.documents_failed} failed)"
     if p.pages_total:
         parts.append(f"{p.pages:,}/{p.pages_total:,} pages read")
+    if p.ocr_pages_total:
+        parts.append(f"{p.ocr_pages:,}/{p.ocr_pages_total:,} scanned pages recognised")
     if p.blocks_to_embed or len(parts) == 1:  # no "0/0 blocks" before any is chunked
         parts.append(f"{p.blocks_embedded:,}/{p.blocks_to_embed:,} blocks embedded")
         parts.append(f"{p.embedding_tokens:,} emb tokens")
+    if p.blocks_cached:
+        parts.append(f"{p.blocks_cached:,} already embedded")
     return " · ".join(parts)
 
 
@@ -100,14 +104,20 @@ def _eta_detail(p: ImportProgress) -> str:
         return ""
     if p.eta_s is None:
         return "ETA estimating…"
-    pace = (
-        f" at {p.blocks_per_s:,.0f} blocks/s"
-        if p.blocks_per_s
-        else f" at {p.pages_per_s:,.0f} pages/s"
-        if p.pages_per_s
-        else ""
-    )
+    if p.ocr_pages_per_s and p.ocr_pages < p.ocr_pages_total:
+        pace = f" at {_rate(p.ocr_pages_per_s)} scanned pages/s"
+    elif p.blocks_per_s:
+        pace = f" at {_rate(p.blocks_per_s)} blocks/s"
+    elif p.pages_per_s:
+        pace = f" at {_rate(p.pages_per_s)} pages/s"
+    else:
+        pace = ""
     return f"ETA {_duration(p.eta_s)}{pace}"
+
+
+def _rate(per_s: float) -> str:
+    """Whole numbers from 10 a second up, one decimal below (0.3 pages/s, never 0)."""
+    return f"{per_s:,.0f}" if per_s >= 10 else f"{per_s:.1f}"
 
 
 def _duration(seconds: float) -> str:
@@ -142,6 +152,12 @@ def closing_line(result: ImportResult) -> str:
         parts.append(f"{c.failed:,} could not be imported — see why below")
     if c.skipped:
         parts.append(_plural(c.skipped, "file", "files") + " skipped (not a supported type)")
+    if c.resumed:
+        parts.append(
+            _plural(c.resumed, "document", "documents") + " finished before the interruption kept"
+        )
+    if c.vectors_reused:
+        parts.append(_plural(c.vectors_reused, "block", "blocks") + " not embedded again")
     return "; ".join(parts) + "."
 
 

@@ -225,6 +225,15 @@ TEXTS: dict[str, tuple[str, str]] = {
     "lib.progress.eta_pace": ("About {eta} left · {pace}", "预计还需 {eta} · {pace}"),
     "lib.progress.pace_blocks": ("{n} {n|block|blocks} a second", "每秒 {n} 个块"),
     "lib.progress.pace_pages": ("{n} {n|page|pages} a second", "每秒 {n} 页"),
+    "lib.progress.ocr": (
+        "{done} / {total} scanned {total|page|pages} recognised",
+        "已识别扫描页 {done} / {total}",
+    ),
+    "lib.progress.pace_ocr": ("{n} scanned {n|page|pages} a second", "每秒识别 {n} 页"),
+    "lib.progress.cached": (
+        "{n} {n|block|blocks} already embedded (kept)",
+        "{n} 个块此前已向量化(沿用)",
+    ),
     "lib.progress.eta_unknown": ("Estimating time left…", "正在估算剩余时间……"),
     "lib.progress.almost": ("Almost done…", "马上就好……"),
     "lib.eta.seconds": ("{s} s", "{s} 秒"),
@@ -240,6 +249,14 @@ TEXTS: dict[str, tuple[str, str]] = {
     "lib.closing.failed": (
         "{n} could not be imported — see why below",
         "{n} 篇无法导入——原因见下方",
+    ),
+    "lib.closing.resumed": (
+        "{n} {n|document|documents} finished before the interruption kept",
+        "沿用中断前已完成的 {n} 篇",
+    ),
+    "lib.closing.vectors_reused": (
+        "{n} {n|block|blocks} not embedded again",
+        "{n} 个块无需重新向量化",
     ),
     "lib.closing.skipped": (
         "{n} {n|file|files} skipped (not a type Citewise reads)",

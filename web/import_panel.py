@@ -56,14 +56,66 @@ def closing_message(t: Texts, result: ImportResult) -> str:
         ("lib.closing.unchanged", c.unchanged),
         ("lib.closing.failed", c.failed),
         ("lib.closing.skipped", c.skipped),
+        ("lib.closing.resumed", c.resumed),
+        ("lib.closing.vectors_reused", c.vectors_reused),
     ):
         if n:
             parts.append(t(key, n=n))
     return t("lib.closing.separator").join(parts) + t("lib.closing.end")
 
 
+def work_line(t: Texts, p: ImportProgress) -> str:
+    """Pages read, scanned pages recognised, blocks embedded (and kept from the cache)."""
+    parts = []
+    if p.pages_total:
+        parts.append(t("lib.progress.pages", done=_count(p.pages), total=_count(p.pages_total)))
+    if p.ocr_pages_total:
+        parts.append(
+            t("lib.progress.ocr", done=_count(p.ocr_pages), total=_count(p.ocr_pages_total))
+        )
+    if p.blocks_to_embed or not parts:  # no "0 / 0 blocks" before any is chunked
+        parts.append(
+            t(
+                "lib.progress.blocks",
+                done=_count(p.blocks_embedded),
+                total=_count(p.blocks_to_embed),
+            )
+        )
+        parts.append(t("lib.progress.tokens", tokens=_count(p.embedding_tokens)))
+    if p.blocks_cached:
+        parts.append(t("lib.progress.cached", n=_count(p.blocks_cached)))
+    return " · ".join(parts)
+
+
+def eta_line(t: Texts, p: ImportProgress) -> str:
+    """The time left and the pace it is worked out from (recognition while scanned pages are
+    left, else embedding, else reading), or why there is no figure yet."""
+    if p.state != "running":
+        return ""
+    if p.eta_s is None:
+        return t("lib.progress.eta_unknown")
+    if p.eta_s < ALMOST_DONE_S:
+        return t("lib.progress.almost")
+    eta = eta_text(t, p.eta_s)
+    if p.ocr_pages_per_s and p.ocr_pages < p.ocr_pages_total:
+        pace = t("lib.progress.pace_ocr", n=pace_figure(p.ocr_pages_per_s))
+    elif p.blocks_per_s:
+        pace = t("lib.progress.pace_blocks", n=pace_figure(p.blocks_per_s))
+    elif p.pages_per_s:
+        pace = t("lib.progress.pace_pages", n=pace_figure(p.pages_per_s))
+    else:
+        return t("lib.progress.eta", eta=eta)
+    return t("lib.progress.eta_pace", eta=eta, pace=pace)
+
+
 def _count(n: int) -> str:
     return f"{n:,}"
+
+
+def pace_figure(rate: float) -> str:
+    """A pace as a person reads it: whole numbers from 10 a second up, one decimal below
+    (a scanned page every 4 s is "0.3", never "0")."""
+    return f"{rate:,.0f}" if rate >= 10 else f"{rate:.1f}"
 
 
 class ImportPanel:
@@ -238,43 +290,10 @@ class ImportPanel:
         )
         self.bar.set_value(p.fraction)
         self.percent.set_text(t("lib.progress.percent", percent=int(p.fraction * 100)))
-        self.stats.set_text(self._work_text(p))
-        self.eta.set_text(self._eta_text(p) if active else "")
+        self.stats.set_text(work_line(t, p))
+        self.eta.set_text(eta_line(t, p) if active else "")
         self._render_documents(p)
         self._render_failures(p)
-
-    def _work_text(self, p: ImportProgress) -> str:
-        t = self.t
-        parts = []
-        if p.pages_total:
-            parts.append(t("lib.progress.pages", done=_count(p.pages), total=_count(p.pages_total)))
-        if p.blocks_to_embed or not parts:  # no "0 / 0 blocks" before any is chunked
-            parts.append(
-                t(
-                    "lib.progress.blocks",
-                    done=_count(p.blocks_embedded),
-                    total=_count(p.blocks_to_embed),
-                )
-            )
-            parts.append(t("lib.progress.tokens", tokens=_count(p.embedding_tokens)))
-        return " · ".join(parts)
-
-    def _eta_text(self, p: ImportProgress) -> str:
-        t = self.t
-        if p.state != "running":
-            return ""
-        if p.eta_s is None:
-            return t("lib.progress.eta_unknown")
-        if p.eta_s < ALMOST_DONE_S:
-            return t("lib.progress.almost")
-        eta = eta_text(t, p.eta_s)
-        if p.blocks_per_s:
-            pace = t("lib.progress.pace_blocks", n=_count(round(p.blocks_per_s)))
-        elif p.pages_per_s:
-            pace = t("lib.progress.pace_pages", n=_count(round(p.pages_per_s)))
-        else:
-            return t("lib.progress.eta", eta=eta)
-        return t("lib.progress.eta_pace", eta=eta, pace=pace)
 
     def _render_documents(self, p: ImportProgress) -> None:
         t = self.t

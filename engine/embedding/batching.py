@@ -2,24 +2,29 @@
 limit and at most one automatic retry per batch.
 
 It never embeds a text twice (cache first, duplicates within a call once), writes every
-finished batch to the cache at once (a crash loses only batches in flight), and never hides a
-failure: the second failure of a batch, or any non-retryable one, fails the whole call.
+finished batch to the cache at once (a crash loses only batches in flight: a resumed import
+embeds only what no finished batch holds), and never hides a failure: the second failure of a
+batch, or any non-retryable one, fails the whole call.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import anyio
 import anyio.to_thread
 import msgspec
 import numpy as np
 
+from engine.crashpoints import crash_point, register
 from engine.embedding.base import EmbeddingProvider, EmbeddingResult, Vectors
 from engine.embedding.cache import EmbeddingCache, text_hash
 from engine.errors import EmbeddingError
 
 DEFAULT_RETRY_BACKOFF_S = 1.0  # wait before the one retry when the vendor names no time
+# Reached once a finished batch's vectors are committed to the cache; the resume test kills
+# there (tests/actors/test_ingest_resume.py).
+(BATCH_CACHED_POINT,) = register("embedding.batch:after-cache-write")
 
 
 class EmbedProgress(msgspec.Struct, frozen=True, kw_only=True):
@@ -76,12 +81,14 @@ async def embed_texts(
     concurrency: int,
     on_progress: Callable[[EmbedProgress], None] | None = None,
     retry_backoff_s: float = DEFAULT_RETRY_BACKOFF_S,
+    before_batch: Callable[[], Awaitable[None]] | None = None,
 ) -> EmbedOutcome:
     """Vectors for `texts`. Raises EmbeddingError when a batch cannot be embedded.
 
     At most `concurrency` batches of at most `batch_size` distinct texts are in flight;
     `on_progress` is called (in the caller's task context) after the cache lookup and after
-    every finished batch.
+    every finished batch. `before_batch` is awaited before each batch is sent (an import's
+    pause gate: a paused import stops between batches, not only between documents).
     """
     if batch_size < 1 or concurrency < 1:
         raise ValueError("batch_size and concurrency must be positive")
@@ -125,6 +132,8 @@ async def embed_texts(
     async def worker(scope: anyio.CancelScope) -> None:
         nonlocal done, tokens
         for batch in pending:
+            if before_batch is not None:
+                await before_batch()
             batch_texts = [text for text, _ in batch]
             try:
                 result = await _embed_once_or_twice(provider, batch_texts, retry_backoff_s, calls)
@@ -137,6 +146,7 @@ async def embed_texts(
                 vectors = cache.stored_form(vectors)
                 items = [(h, vectors[j]) for j, (_, h) in enumerate(batch)]
                 await anyio.to_thread.run_sync(cache.put_many, spec, items)
+                crash_point(BATCH_CACHED_POINT)
             for j, text in enumerate(batch_texts):
                 out[positions[text]] = vectors[j]
                 done += len(positions[text])

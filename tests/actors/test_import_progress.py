@@ -255,3 +255,33 @@ def test_the_closing_counts_count_the_whole_library() -> None:
         2,
         1,
     )
+
+
+def test_blocks_from_the_cache_count_as_done_but_not_towards_the_embedding_pace() -> None:
+    report, clock, _ = clocked()
+    p = report.progress
+    report.start([NOTES], [])
+    report.parsed("notes.md", record("notes.md", 1000))
+    report.embedding("notes.md", 600, 0, cached=600)  # a resumed run: 600 vectors cached
+    for done in (610, 620, 630):  # then 10 blocks a second are embedded
+        clock.now += 1.0
+        report.embedding("notes.md", done, 0, cached=600)
+    assert (p.blocks_embedded, p.blocks_cached) == (630, 600)
+    assert p.blocks_per_s == 10.0
+    assert p.eta_s is not None and 35 < p.eta_s < 39  # 370 left at 10/s, not at 210/s
+
+
+def test_scanned_pages_show_their_recognition_pace_and_time_left_before_any_block() -> None:
+    report, clock, _ = clocked()
+    p = report.progress
+    scan = Target(Path("/scan.pdf"), "scan.pdf", 50_000)
+    report.start([scan], [])
+    report.ocr_pages("scan.pdf", 0, 10)
+    for done in (1, 2, 3):  # a page every 4 s
+        clock.now += 4.0
+        report.ocr_pages("scan.pdf", done, 10)
+    assert (p.ocr_pages, p.ocr_pages_total) == (3, 10)
+    assert p.ocr_pages_per_s == 0.25
+    assert p.eta_s is not None and 26 < p.eta_s < 30  # 7 pages left at 4 s a page
+    report.failed(scan, FailedDocument(source="scan.pdf", stage="parse", reason="cancelled"))
+    assert p.ocr_pages_total == 3  # the pages it will not recognise leave the work left
