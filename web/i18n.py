@@ -35,6 +35,34 @@ TEXTS: dict[str, tuple[str, str]] = {
         "Citewise 内部出错({detail})。请重试;如果反复出现,请在“追踪”页导出诊断包并反馈。",
     ),
     "error.prefix": ("Could not do that: {detail}", "无法完成:{detail}"),
+    # no native window (web/launcher.py): what happened, and the one thing to do
+    "window.title": ("Citewise", "Citewise"),
+    "window.no_webview2": (
+        "Citewise could not open its own window, because this computer does not have the "
+        "Microsoft Edge WebView2 Runtime that the window needs. To get the window: install "
+        "“Microsoft Edge WebView2 Runtime” from Microsoft’s website (the "
+        "Evergreen installer), then start Citewise again.",
+        "Citewise 无法打开自己的窗口,因为这台电脑缺少窗口所需的 Microsoft Edge WebView2 "
+        "Runtime。如需使用窗口:从微软官网安装“Microsoft Edge WebView2 Runtime”(Evergreen "
+        "安装程序),然后重新启动 Citewise。",
+    ),
+    "window.failed": (
+        "Citewise could not open its own window on this computer. To get the window: "
+        "restart the computer, then start Citewise again.",
+        "Citewise 无法在这台电脑上打开自己的窗口。如需使用窗口:重新启动电脑,然后再次启动 "
+        "Citewise。",
+    ),
+    "window.in_browser": (
+        "Meanwhile Citewise has opened in your web browser and works the same there; your "
+        "documents and settings are all there.",
+        "在此期间,Citewise 已在你的网页浏览器中打开,功能完全相同,你的资料和设置都在。",
+    ),
+    "window.open_address": (
+        "Meanwhile you can use Citewise in your web browser: open this address there (it "
+        "works only on this computer, until Citewise is closed): {url}",
+        "在此期间,你可以在网页浏览器中使用 Citewise:在浏览器中打开这个地址(只在这台电脑上"
+        "有效,关闭 Citewise 后失效):{url}",
+    ),
     # ask page
     "ask.placeholder": (
         "Ask a question about your documents…",

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import socket
 import sys
+import threading
 import time
+import webbrowser
 from collections.abc import Callable
 
 import anyio.to_thread
@@ -20,10 +22,11 @@ from nicegui import app as nicegui_app
 from nicegui import core, ui
 
 from actors import App
+from web.i18n import Texts
 from web.pages import register
 from web.security import LOOPBACK_HOST, Launch, LoopbackGuard
 from web.upgrade_page import open_or_explain
-from web.window import NativeWindow
+from web.window import NativeWindow, WindowProblem
 
 
 class LaunchRefused(Exception):
@@ -82,11 +85,14 @@ def serve(
             if core.loop is not None and not core.loop.is_closed():
                 core.loop.call_soon_threadsafe(nicegui_app.shutdown)
 
-        def no_window(problem: str) -> None:
+        language = app.config.ui.language if app is not None else "en"
+
+        def no_window(problem: WindowProblem) -> None:
             say(
                 f"The native window cannot open: {problem}. Serving the browser UI instead; "
                 "open the address below in your browser."
             )
+            fall_back_to_browser(problem, launch.url(), Texts(language))
 
         native_window.open(launch.url(), on_closed=window_closed, on_failed=no_window)
     # The URL goes to stdout (for scripts, tests, or a browser next to the window); notices go
@@ -102,3 +108,46 @@ def serve(
         uvicorn_logging_level="warning",
         reconnect_timeout=10.0,
     )
+
+
+# -- no window: the browser instead ----------------------------------------------------------
+def fall_back_to_browser(
+    problem: WindowProblem,
+    url: str,
+    t: Texts,
+    *,
+    platform: str = sys.platform,
+    open_browser: Callable[[str], bool] = webbrowser.open,
+    tell: Callable[[str, str], None] | None = None,
+) -> str | None:
+    """Where a person started Citewise by its icon (Windows: Citewise.exe has no console, so
+    the printed address reaches no one), open the token URL in their default browser and tell
+    them, in their language, what happened and the one thing that brings the window back.
+    Elsewhere the terminal that started it shows the address (said above). The message shown,
+    or None."""
+    if platform != "win32":
+        return None
+    opened = open_browser(url)
+    message = window_message(problem, t, url=None if opened else url)
+    (tell or _message_box)(t("window.title"), message)
+    return message
+
+
+def window_message(problem: WindowProblem, t: Texts, *, url: str | None = None) -> str:
+    """What happened and what to do; `url` when no browser could be opened for the person."""
+    cause = t("window.no_webview2") if problem.code == "no_webview2" else t("window.failed")
+    where = t("window.open_address", url=url) if url else t("window.in_browser")
+    return f"{cause}\n\n{where}"
+
+
+def _message_box(title: str, text: str) -> None:
+    """A Windows message box, from a thread of its own so serving does not wait for OK."""
+    import ctypes
+
+    def show() -> None:
+        mb_iconinformation, mb_setforeground = 0x40, 0x10000
+        ctypes.windll.user32.MessageBoxW(  # type: ignore[attr-defined]
+            None, text, title, mb_iconinformation | mb_setforeground
+        )
+
+    threading.Thread(target=show, daemon=True).start()

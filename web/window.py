@@ -27,7 +27,8 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 TITLE = "Citewise"
@@ -81,6 +82,10 @@ def _follow_title(window: Any, closed: threading.Event) -> None:
 
 
 def main() -> int:
+    if sys.platform == "win32" and webview2_version() is None:
+        # pywebview would fall back to MSHTML (Internet Explorer), which cannot show the app.
+        print(NO_WEBVIEW2, file=sys.stderr, flush=True)
+        return 3
     import webview  # the toolkit starts inside webview.start
 
     window = webview.create_window(TITLE, html=_STARTING, width=SIZE[0], height=SIZE[1])
@@ -94,8 +99,76 @@ def main() -> int:
     window.events.closed += closed.set
     threading.Thread(target=_follow_parent, args=(window,), daemon=True).start()
     threading.Thread(target=_follow_title, args=(window, closed), daemon=True).start()
-    webview.start()
+    webview.start(gui=backend_for(sys.platform, os.environ))  # type: ignore[arg-type]
     return 0
+
+
+# -- which toolkit, and whether it can start -------------------------------------------------
+# pywebview's GUI per platform: Microsoft Edge WebView2 on Windows (through pythonnet and
+# WinForms), Qt WebEngine on Linux (the `native` extra). Elsewhere (macOS) pywebview chooses.
+BACKENDS = {"win32": "edgechromium", "linux": "qt"}
+# Microsoft's "Detect if a WebView2 Runtime is already installed": the Evergreen runtime's
+# client key; its `pv` value is the installed version ("" or 0.0.0.0 when none). Per machine
+# (under WOW6432Node on 64-bit Windows, not on 32-bit), or per user.
+WEBVIEW2_CLIENT = "{F3017226-FE2A-4295-8BDF-00C3A9A7E4C5}"
+WEBVIEW2_KEYS = (
+    ("HKEY_LOCAL_MACHINE", rf"SOFTWARE\WOW6432Node\Microsoft\EdgeUpdate\Clients\{WEBVIEW2_CLIENT}"),
+    ("HKEY_CURRENT_USER", rf"Software\Microsoft\EdgeUpdate\Clients\{WEBVIEW2_CLIENT}"),
+    ("HKEY_LOCAL_MACHINE", rf"SOFTWARE\Microsoft\EdgeUpdate\Clients\{WEBVIEW2_CLIENT}"),
+)
+WEBVIEW2_MINIMUM = (86, 0, 622, 0)  # the oldest runtime pywebview's EdgeChromium accepts
+NO_WEBVIEW2 = "the Microsoft Edge WebView2 Runtime is not installed"
+# (hive name, key path, value name) → the value as text, or None when there is none
+RegistryReader = Callable[[str, str, str], "str | None"]
+ProblemCode = Literal["no_pywebview", "no_display", "no_webview2", "toolkit_failed"]
+
+
+@dataclass(frozen=True)
+class WindowProblem:
+    """Why no native window opened: `code` for the person's message (web/launcher.py picks
+    the words), `detail` in English for the log."""
+
+    code: ProblemCode
+    detail: str
+
+    def __str__(self) -> str:
+        return self.detail
+
+
+def backend_for(platform: str, env: Mapping[str, str]) -> str | None:
+    """The GUI to ask pywebview for: PYWEBVIEW_GUI when set (pywebview's own switch), else
+    this platform's (None: pywebview's default)."""
+    chosen = env.get("PYWEBVIEW_GUI", "").strip().lower()
+    return chosen or BACKENDS.get(platform)
+
+
+def webview2_version(read: RegistryReader | None = None) -> str | None:
+    """The installed WebView2 runtime's version, or None when there is none (or one too old
+    for pywebview)."""
+    read = read or _read_registry
+    for hive, key in WEBVIEW2_KEYS:
+        version = (read(hive, key, "pv") or "").strip()
+        if version and _version_tuple(version) >= WEBVIEW2_MINIMUM:
+            return version
+    return None
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in version.split("."))
+    except ValueError:
+        return ()
+
+
+def _read_registry(hive: str, key: str, name: str) -> str | None:
+    import winreg  # Windows only; webview2_version is called there only
+
+    try:
+        with winreg.OpenKey(getattr(winreg, hive), key) as handle:  # type: ignore[attr-defined]
+            value, _ = winreg.QueryValueEx(handle, name)  # type: ignore[attr-defined]
+    except OSError:  # FileNotFoundError: no such key or value
+        return None
+    return value if isinstance(value, str) else None
 
 
 # -- the parent's side (citewise serve) --------------------------------------------------------
@@ -104,10 +177,17 @@ class NativeWindow:
     pointed at the token URL once that exists. Closing the window stops the server; stopping
     the server closes the window (and its web engine's helpers go with it)."""
 
-    def __init__(self, say: Callable[[str], None], began: float) -> None:
+    def __init__(
+        self,
+        say: Callable[[str], None],
+        began: float,
+        *,
+        platform: str = sys.platform,
+        read_registry: RegistryReader | None = None,
+    ) -> None:
         self._say = say
         self._began = began
-        self._problem: str | None = missing_prerequisite(os.environ)
+        self._problem = missing_prerequisite(os.environ, platform, read_registry)
         self._process: subprocess.Popen[str] | None = None
         self._settled = threading.Event()  # shown, or ended
         self._shown = False
@@ -144,24 +224,41 @@ class NativeWindow:
             del self._stderr[:-200]
 
     def open(
-        self, url: str, *, on_closed: Callable[[], None], on_failed: Callable[[str], None]
+        self,
+        url: str,
+        *,
+        on_closed: Callable[[], None],
+        on_failed: Callable[[WindowProblem], None],
     ) -> None:
         """Load the app in the window. From a thread: `on_failed(why)` when no window came up
         (the browser UI is served anyway), else `on_closed()` once the person closes it."""
         process = self._process
         if process is None:
-            on_failed(self._problem or "no window toolkit")
+            on_failed(self._problem or WindowProblem("toolkit_failed", "no window toolkit"))
             return
         self._send(f"open {url}")
 
         def watch() -> None:
             if not self._settled.wait(START_TIMEOUT_S):
                 self.end()
-                on_failed(f"the window toolkit did not start within {START_TIMEOUT_S:.0f} s")
+                on_failed(
+                    WindowProblem(
+                        "toolkit_failed",
+                        f"the window toolkit did not start within {START_TIMEOUT_S:.0f} s",
+                    )
+                )
                 return
             if not self._shown:
                 process.wait()
-                on_failed(f"the window toolkit failed to start ({_gist(''.join(self._stderr))})")
+                said = "".join(self._stderr)
+                if NO_WEBVIEW2 in said:  # the window process found no runtime itself
+                    on_failed(WindowProblem("no_webview2", NO_WEBVIEW2))
+                    return
+                on_failed(
+                    WindowProblem(
+                        "toolkit_failed", f"the window toolkit failed to start ({_gist(said)})"
+                    )
+                )
                 return
             process.wait()
             on_closed()
@@ -201,16 +298,31 @@ class NativeWindow:
                 process.wait()
 
 
-def missing_prerequisite(env: Mapping[str, str]) -> str | None:
+def missing_prerequisite(
+    env: Mapping[str, str],
+    platform: str = sys.platform,
+    read_registry: RegistryReader | None = None,
+) -> WindowProblem | None:
+    """What keeps a native window from opening here, found before any toolkit starts."""
     if importlib.util.find_spec("webview") is None:
-        return (
+        return WindowProblem(
+            "no_pywebview",
             "pywebview is not installed (install Citewise with the `native` extra: "
-            "pip install 'citewise[native]')"
+            "pip install 'citewise[native]')",
         )
-    if sys.platform.startswith(("linux", "freebsd", "openbsd")) and not (
+    if platform.startswith(("linux", "freebsd", "openbsd")) and not (
         env.get("DISPLAY") or env.get("WAYLAND_DISPLAY")
     ):
-        return "there is no graphical display here (neither DISPLAY nor WAYLAND_DISPLAY is set)"
+        return WindowProblem(
+            "no_display",
+            "there is no graphical display here (neither DISPLAY nor WAYLAND_DISPLAY is set)",
+        )
+    if (
+        platform == "win32"
+        and backend_for(platform, env) == "edgechromium"
+        and webview2_version(read_registry) is None
+    ):
+        return WindowProblem("no_webview2", NO_WEBVIEW2)
     return None
 
 
