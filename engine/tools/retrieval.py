@@ -66,6 +66,19 @@ _STOP_WORDS = """
 STOP_WORDS = frozenset(_STOP_WORDS.split())
 
 
+class Fusion(msgspec.Struct, frozen=True, kw_only=True):
+    """How the two lists are fused: each list's depth (`depth_per_result` * top_k, at least
+    MIN_LIST_DEPTH) and the weight of its reciprocal ranks. The defaults are the shipped
+    ranking; other values exist to measure it (bench/bench_retrieval_quality.py)."""
+
+    depth_per_result: int = LIST_DEPTH_PER_RESULT
+    keyword_weight: float = 1.0
+    vector_weight: float = 1.0
+
+
+DEFAULT_FUSION = Fusion()
+
+
 class RankedBlock(msgspec.Struct, frozen=True, kw_only=True):
     """One returned block and why: its place in each list and the fused score (trace only)."""
 
@@ -115,6 +128,7 @@ def search(
     docs: Sequence[int] | None,
     params: RetrievalParams,
     mode: Mode = "hybrid",
+    fusion: Fusion = DEFAULT_FUSION,
 ) -> SearchOutcome:
     """The best `params.top_k` blocks for `query` within `docs` (None = all), best first.
 
@@ -124,7 +138,7 @@ def search(
     if mode != "keyword" and query_vector is None:
         raise ValueError("a query vector is required for hybrid and vector search")
     aux = _aux(snapshot)
-    depth = max(MIN_LIST_DEPTH, LIST_DEPTH_PER_RESULT * params.top_k)
+    depth = max(MIN_LIST_DEPTH, fusion.depth_per_result * params.top_k)
     pool = POOL_PER_DEPTH * depth
     tokens, dropped = keyword_query(query)
 
@@ -146,10 +160,11 @@ def search(
     # the two lists add up, and the copy first in document order stands for them.
     fused: dict[bytes, float] = {}
     representative: dict[bytes, int] = {}
-    for ranked in (keyword_list, vector_list):
+    weighted = ((keyword_list, fusion.keyword_weight), (vector_list, fusion.vector_weight))
+    for ranked, weight in weighted:
         for rank, ordinal in enumerate(ranked, start=1):
             key = aux.text_key(snapshot, ordinal)
-            fused[key] = fused.get(key, 0.0) + 1.0 / (params.rrf_k + rank)
+            fused[key] = fused.get(key, 0.0) + weight / (params.rrf_k + rank)
             representative[key] = min(ordinal, representative.get(key, ordinal))
     order = sorted(fused, key=lambda key: (-fused[key], representative[key]))
     chosen = order[: params.top_k]
