@@ -17,7 +17,6 @@ import msgspec
 
 from actors.backup import finish_restore
 from actors.catalog import ActivePointer
-from actors.conversations import ConversationTurn
 from actors.errors import UpgradeRequired
 from actors.journal import Job
 from engine.config import load_config
@@ -45,7 +44,6 @@ from engine.versions.upgrade import (
     write_stamp,
 )
 from engine.writer_lock import writer_lock
-from index.snapshot import Snapshot, verify_snapshot
 
 # This build's migrations. None yet: every format is still at its first version. A format
 # whose version goes up gets its migration here, or `citewise upgrade` refuses (NoUpgradePath).
@@ -196,6 +194,8 @@ def _collections(view: DataView) -> list[str]:
 
 
 def _check_snapshots(view: DataView) -> None:
+    from index.snapshot import Snapshot, verify_snapshot  # the start gate never loads them
+
     for name in _collections(view):
         pointer = view.resolve(f"collections/{name}/ACTIVE")
         if not pointer.exists():
@@ -254,6 +254,8 @@ def _check_conversations(view: DataView) -> None:
     folder = view.root / "conversations"
     if not folder.is_dir():
         return
+    from actors.conversations import ConversationTurn  # the start gate never loads it
+
     decoder = msgspec.json.Decoder(ConversationTurn)
     for path in sorted(folder.glob("*/*.jsonl")):
         rel = path.relative_to(view.root).as_posix()

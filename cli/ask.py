@@ -10,32 +10,14 @@ from __future__ import annotations
 import argparse
 import getpass
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 from rich.markup import escape
 
-from actors import (
-    ANSWERED,
-    ENV_NAMES,
-    AnswerDelta,
-    AnswerRetracted,
-    App,
-    AppError,
-    AskResult,
-    Citation,
-    ConversationTrimmed,
-    Event,
-    Evidence,
-    Finalizing,
-    KeyName,
-    MarkerNumbers,
-    ModelCallFinished,
-    ProtocolErrorSeen,
-    SecretStoreUnavailable,
-    ToolCallFinished,
-    ToolCallStarted,
-)
+if TYPE_CHECKING:  # at run time each command imports what it uses: `--help` loads no app
+    from actors import App, AskResult, Citation, Event, KeyName
+
 from cli.output import EXIT_FAIL, EXIT_OK, emit_json, err
 
 
@@ -43,6 +25,8 @@ class _AnswerPrinter:
     """Writes answer deltas to stdout as they come, markers rewritten as [n]."""
 
     def __init__(self, quiet: bool) -> None:
+        from actors import Evidence, MarkerNumbers
+
         self.quiet = quiet
         self.evidence = Evidence()
         self.numbers = MarkerNumbers(self.evidence)
@@ -55,6 +39,18 @@ class _AnswerPrinter:
             self.wrote = True
 
     async def __call__(self, event: Event) -> None:
+        from actors import (
+            AnswerDelta,
+            AnswerRetracted,
+            ConversationTrimmed,
+            Finalizing,
+            MarkerNumbers,
+            ModelCallFinished,
+            ProtocolErrorSeen,
+            ToolCallFinished,
+            ToolCallStarted,
+        )
+
         if isinstance(event, AnswerDelta):
             self.write(self.numbers.feed(event.text))
         elif isinstance(event, AnswerRetracted):
@@ -96,6 +92,8 @@ def _citation_line(c: Citation) -> str:
 
 
 async def cmd_ask(app: App, args: argparse.Namespace) -> int:
+    from actors import AppError
+
     if args.question == ["-"]:  # the question on standard input (long, or from a script)
         question = (await anyio.to_thread.run_sync(sys.stdin.read)).strip()
     else:
@@ -118,6 +116,8 @@ async def cmd_ask(app: App, args: argparse.Namespace) -> int:
 
 
 def _report(result: AskResult, *, as_json: bool) -> int:
+    from actors import ANSWERED
+
     f = result.finished
     code = EXIT_OK if f.answer is not None else EXIT_FAIL
     c = f.counters
@@ -174,6 +174,8 @@ def _read_key(name: KeyName) -> str:
 
 
 async def cmd_keys(app: App, args: argparse.Namespace) -> int:
+    from actors import ENV_NAMES, AppError, SecretStoreUnavailable
+
     action = args.action or "status"
     names: list[KeyName] = [args.name] if args.name else ["deepseek", "embedding"]
     if action == "status":

@@ -11,21 +11,12 @@ import os
 import sys
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anyio
 import msgspec
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    Progress,
-    TaskProgressColumn,
-    TextColumn,
-    TimeElapsedColumn,
-)
-from rich.table import Table
 
-from actors import App, AppError, ImportProgress, ImportResult, app_version, redact
+from actors import AppError, app_version, redact
 from cli.ask import add_parsers as add_ask_parsers
 from cli.evaluate import add_parsers as add_eval_parsers
 from cli.output import (
@@ -44,6 +35,9 @@ from cli.trace import add_parsers as add_trace_parsers
 from cli.upgrade import add_parsers as add_upgrade_parsers
 from cli.upgrade import gate as data_gate
 
+if TYPE_CHECKING:  # `--version` and `--help` load no app: each command imports what it runs
+    from actors import App, ImportProgress, ImportResult
+
 
 # -- import -----------------------------------------------------------------------------------
 class _ProgressView:
@@ -52,6 +46,14 @@ class _ProgressView:
     measured pace; each failure is printed above the bar, with its reason, as it happens."""
 
     def __init__(self, enabled: bool) -> None:
+        from rich.progress import (
+            BarColumn,
+            Progress,
+            TaskProgressColumn,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
         self.enabled = enabled
         self.progress = Progress(
             TextColumn("[bold]{task.description}"),
@@ -291,6 +293,8 @@ async def cmd_snapshots(app: App, args: argparse.Namespace) -> int:
                 }
             )
             return EXIT_OK
+        from rich.table import Table
+
         table = Table("", "id", "status", "created", "docs", "blocks", "failed", "content hash")
         for m in manifests:
             table.add_row(
@@ -413,13 +417,15 @@ async def cmd_documents(app: App, args: argparse.Namespace) -> int:
 
 
 async def cmd_bench(app: App, args: argparse.Namespace) -> int:
+    import anyio.to_thread
+
     from bench.runner import run_benchmarks
 
     return await anyio.to_thread.run_sync(lambda: run_benchmarks(args.names, quick=args.quick))
 
 
 # -- parser -----------------------------------------------------------------------------------
-Command = Callable[[App, argparse.Namespace], Coroutine[Any, Any, int]]
+Command = Callable[["App", argparse.Namespace], Coroutine[Any, Any, int]]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -491,6 +497,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 async def _run(func: Command, args: argparse.Namespace) -> int:
     data_gate(args.command)  # refuses data of a newer build, or data that needs `upgrade`
+    from actors import App
+
     async with App.open() as app:
         return await func(app, args)
 
@@ -512,6 +520,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     try:
+        import anyio
+
         return anyio.run(_run, args.func, args, backend="trio")
     except KeyboardInterrupt:
         if args.command == "import":

@@ -8,26 +8,25 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 from rich.table import Table
 
-from actors import (
-    INFRASTRUCTURE_REASONS,
-    AnswerCheck,
-    App,
-    AppError,
-    BundleInfo,
-    BundleRegistry,
-    EvalResult,
-    GoldItem,
-    PromptBundle,
-    PromptBundleError,
-    RunRecord,
-    run_eval,
-)
+from actors import AppError, PromptBundleError
 from cli.output import EXIT_FAIL, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, emit_json, err, out
+
+if TYPE_CHECKING:  # the evaluation runner loads when `eval` runs, not for `--help`
+    from actors import (
+        AnswerCheck,
+        App,
+        BundleInfo,
+        BundleRegistry,
+        EvalResult,
+        GoldItem,
+        PromptBundle,
+        RunRecord,
+    )
 
 PROMPT_ACTIONS = ("list", "show", "new", "diff", "freeze", "promote", "rollback")
 
@@ -205,6 +204,8 @@ def _print_list(infos: list[BundleInfo]) -> None:
 
 
 async def cmd_eval(app: App, args: argparse.Namespace) -> int:
+    from actors import INFRASTRUCTURE_REASONS, run_eval
+
     on_run = None if args.json else _progress
     bundles = list(args.compare) if args.compare else [args.bundle] if args.bundle else []
     if args.compare and args.bundle:

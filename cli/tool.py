@@ -12,13 +12,16 @@ import argparse
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
 
-from actors import App, AppError
+from actors import AppError
 from cli.output import EXIT_OK, EXIT_USAGE
+
+if TYPE_CHECKING:
+    from actors import App
 
 STDIN = "-"
 FROM_FILE = "@"

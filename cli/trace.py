@@ -9,20 +9,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from actors import (
-    App,
-    AppError,
-    RunOutcome,
-    render_evidence,
-    render_list,
-    render_rerun,
-    render_retrieval,
-    render_trace,
-    trace_document,
-)
+from actors import AppError
 from cli.output import EXIT_FAIL, EXIT_OK, emit_json, err, out
+
+if TYPE_CHECKING:  # the trace code loads when a trace command runs, not for `--help`
+    from actors import App, RunOutcome
 
 ACTIONS = ("list", "show", "replay", "rerun", "bundle")
 
@@ -50,6 +43,8 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 async def cmd_trace(app: App, args: argparse.Namespace) -> int:
+    from actors import render_trace, trace_document
+
     action = args.action or "list"
     if action == "list":
         return _list(app, args)
@@ -80,6 +75,8 @@ async def cmd_trace(app: App, args: argparse.Namespace) -> int:
 
 
 def _list(app: App, args: argparse.Namespace) -> int:
+    from actors import render_list
+
     summaries = app.traces(
         limit=args.limit,
         kind="ingest" if args.imports else "request",
@@ -96,6 +93,8 @@ def _list(app: App, args: argparse.Namespace) -> int:
 
 
 async def _replay(app: App, args: argparse.Namespace) -> int:
+    from actors import render_evidence, render_retrieval
+
     both = not args.evidence and not args.retrieval
     document: dict[str, Any] = {"trace_id": app.trace(args.id).summary.trace_id}
     code = EXIT_OK
@@ -119,6 +118,8 @@ async def _replay(app: App, args: argparse.Namespace) -> int:
 
 
 async def _rerun(app: App, args: argparse.Namespace) -> int:
+    from actors import render_rerun
+
     async def progress(i: int, outcome: RunOutcome) -> None:
         verdict = "passed" if outcome.passed else "failed"
         err.print(f"[dim]run {i}/{args.runs}: {outcome.termination_reason} ({verdict})[/]")

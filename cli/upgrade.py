@@ -9,26 +9,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from actors import (
-    ConfigError,
-    Inspection,
-    UpgradeError,
-    WriterBusy,
-    app_version,
-    backups,
-    check_for_updates,
-    create_backup,
-    data_home,
-    explain_upgrade,
-    install_folder,
-    open_data,
-    restore_backup,
-    run_upgrade,
-    settings_at,
-)
+from actors import ConfigError, UpgradeError, WriterBusy, app_version, data_home
 from cli.output import EXIT_FAIL, EXIT_OK, EXIT_USAGE, emit_json
+
+if TYPE_CHECKING:
+    from actors import Inspection
 
 
 def _say(text: str) -> None:
@@ -37,6 +24,8 @@ def _say(text: str) -> None:
 
 def gate(command: str) -> Inspection:
     """Run before a command opens the data: refuses (raises) or lets it through."""
+    from actors import open_data
+
     root = data_home()
     found = open_data(root, command, writes=command != "status")
     if found.state == "older":
@@ -83,6 +72,8 @@ def _confirm(question: str) -> bool:
 
 
 def cmd_upgrade(args: argparse.Namespace) -> int:
+    from actors import explain_upgrade, open_data, run_upgrade
+
     root = data_home()
     try:
         open_data(root, "upgrade")
@@ -112,6 +103,8 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
 
 
 def cmd_backup(args: argparse.Namespace) -> int:
+    from actors import backups, create_backup, open_data, restore_backup
+
     root = data_home()
     try:
         open_data(root, "backup")
@@ -166,6 +159,8 @@ def cmd_backup(args: argparse.Namespace) -> int:
 
 
 def cmd_version(args: argparse.Namespace) -> int:
+    from actors import check_for_updates, install_folder, settings_at
+
     running = app_version()
     if not args.check:
         if args.json:
