@@ -43,6 +43,7 @@ from index.records import (
 )
 from index.scan import scan as scan_folded
 from index.scan import snippet as snippet_of
+from index.sections import SECTION_PATHS, SectionPaths, section_paths_file
 from index.textnorm import TOKENIZER_VERSION, fold, query_tokens
 from index.vectors import (
     GRAPH,
@@ -279,6 +280,10 @@ def _build(
         if source is not None:
             source.close()
     sizes.update(bm25_sizes)
+    sizes[SECTION_PATHS] = write_new_file(
+        directory / SECTION_PATHS,
+        section_paths_file(documents, [blocks.blocks for blocks in layouts]),
+    )
     n_blocks = sum(len(blocks.blocks) for blocks in layouts)
     kind: VectorKind = "none"
     graph_build: GraphBuild | None = None
@@ -421,6 +426,7 @@ class Snapshot:
         self._blocks: BlockStore | None = None
         self._bm25: Bm25Index | None = None
         self._vectors: VectorIndex | None = None
+        self._section_paths: SectionPaths | None = None
 
     @classmethod
     def open(cls, directory: Path) -> Snapshot:
@@ -486,6 +492,7 @@ class Snapshot:
             if part is not None:
                 part.release()
         self._vectors = self._bm25 = self._blocks = None
+        self._section_paths = None
         maps, self._maps = self._maps, {}
         for mapped in maps.values():
             close_map(mapped)
@@ -568,6 +575,17 @@ class Snapshot:
     def page_labels(self, doc: int) -> tuple[str, ...]:
         """Document `doc`'s printed page labels by page index; () when it has none."""
         return self._store().page_labels(doc)
+
+    def section_paths(self) -> SectionPaths | None:
+        """The heading-path field written at build time (decoded on first call, then kept);
+        None for a snapshot built before it was written or with another tokenizer."""
+        self._store()
+        if self._section_paths is None and SECTION_PATHS in self.manifest.files:
+            paths = SectionPaths(self._maps[SECTION_PATHS])
+            if paths.tokenizer_version != TOKENIZER_VERSION:
+                return None
+            self._section_paths = paths
+        return self._section_paths
 
     def block_sections(self, start: int = 0, end: int | None = None) -> npt.NDArray[np.int64]:
         """Section ordinal (within its document) of each block in ordinals [start, end), copied."""

@@ -36,6 +36,7 @@ import numpy.typing as npt
 
 from index.bm25 import idf, top_k
 from index.records import RetrievalParams
+from index.sections import SectionPaths
 from index.snapshot import Snapshot
 from index.textnorm import fold, query_tokens, tokenize
 
@@ -43,6 +44,8 @@ from index.textnorm import fold, query_tokens, tokenize
 RETRIEVAL_VERSION = "citewise-hybrid-1"
 
 Mode = Literal["hybrid", "keyword", "vector"]
+_Ints = npt.NDArray[np.int64]
+_Floats = npt.NDArray[np.float64]
 
 # Each list contributes its first LIST_DEPTH_PER_RESULT * top_k blocks (at least
 # MIN_LIST_DEPTH) to the fusion; deeper ranks are topical neighbours, not answers.
@@ -270,6 +273,23 @@ class _Aux:
     filled entries are idempotent."""
 
     def __init__(self, snapshot: Snapshot) -> None:
+        self.n_blocks = snapshot.n_blocks
+        self._navigational = np.zeros(self.n_blocks, dtype=np.int8)  # 0 unknown, 1 no, 2 yes
+        self._headings: dict[int, frozenset[str]] = {}
+        self._keys: dict[int, bytes] = {}
+        # The heading-path field as the build wrote it; snapshots from before it was written
+        # (or read with another tokenizer) compute it here, the same way.
+        built = snapshot.section_paths()
+        if built is not None:
+            self.postings: SectionPaths | dict[str, tuple[_Ints, _Floats]] = built
+            self.block_section = built.block_section
+            self.section_lengths = built.section_lengths
+        else:
+            self._compute_section_paths(snapshot)
+        average = float(self.section_lengths.mean()) if len(self.section_lengths) else 0.0
+        self.average_length = average or 1.0
+
+    def _compute_section_paths(self, snapshot: Snapshot) -> None:
         postings: dict[str, list[tuple[int, int]]] = {}
         lengths: list[int] = []
         first_section: list[int] = []  # global index of each document's first section
@@ -280,15 +300,12 @@ class _Aux:
                 for token, tf in tokens.items():
                     postings.setdefault(token, []).append((len(lengths), tf))
                 lengths.append(sum(tokens.values()))
-        self.n_blocks = snapshot.n_blocks
         # The global section index of every block, from the block store itself.
         offsets = np.zeros(self.n_blocks, dtype=np.int64)
         for info, first in zip(snapshot.documents, first_section, strict=True):
             offsets[info.block_range] = first
         self.block_section = snapshot.block_sections() + offsets
         self.section_lengths = np.asarray(lengths, dtype=np.float64)
-        self.average_length = float(self.section_lengths.mean()) if lengths else 0.0
-        self.average_length = self.average_length or 1.0
         self.postings = {
             token: (
                 np.asarray([i for i, _ in entries], dtype=np.int64),
@@ -296,9 +313,6 @@ class _Aux:
             )
             for token, entries in postings.items()
         }
-        self._navigational = np.zeros(self.n_blocks, dtype=np.int8)  # 0 unknown, 1 no, 2 yes
-        self._headings: dict[int, frozenset[str]] = {}
-        self._keys: dict[int, bytes] = {}
 
     def keyword_scores(
         self,
