@@ -2,7 +2,8 @@
 spec writes into BUILD_ID beside the executable (read by `engine.trace.manifest.app_build`).
 
 `python packaging/build_id.py sources` prints the source hash; build.sh and the smoke test use it
-to tell whether an existing build is still fresh. It never changes a file.
+to tell whether an existing build is still fresh. `... version` prints the app version from
+pyproject.toml (build.ps1 names the zip with it). It never changes a file.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import subprocess
 import sys
+import tomllib
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -64,6 +66,12 @@ def build_id(root: Path = ROOT, now: datetime | None = None) -> str:
     return f"{git_revision(root)}_{when}_src{source_hash(root)[:16]}"
 
 
+def app_version(root: Path = ROOT) -> str:
+    """The version in pyproject.toml, which the build writes to citewise-version.txt."""
+    project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    return str(project["version"])
+
+
 def source_hash_of(build_id_text: str) -> str:
     """The source-hash prefix recorded in a BUILD_ID ('' when it has none)."""
     _, _, tail = build_id_text.strip().rpartition("_src")
@@ -75,5 +83,7 @@ if __name__ == "__main__":
         print(source_hash()[:16])
     elif sys.argv[1:] == ["id"]:
         print(build_id())
+    elif sys.argv[1:] == ["version"]:
+        print(app_version())
     else:
-        sys.exit("usage: build_id.py sources|id")
+        sys.exit("usage: build_id.py sources|id|version")
