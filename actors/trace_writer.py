@@ -206,7 +206,8 @@ class TraceWriter:
             self._processed += len(batch)
 
     def _write_batch(self, batch: list[_Queued]) -> None:
-        secrets = self._current_secrets()
+        # Nothing to redact, no key store to ask (asking loads every keyring backend).
+        secrets = self._current_secrets() if batch else []
         ops: list[WriteOp] = []
         finished: list[Recorder] = []
         for received, trace_id, item in batch:

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 from uuid import uuid4
 
@@ -26,7 +26,6 @@ from actors.conversations import ConversationStore
 from actors.errors import AppError, CatalogError
 from actors.harness import open_request
 from actors.history import cited_evidence
-from actors.ingest import ImportProgress, ImportResult
 from actors.spending import spending_for
 from actors.trace_compare import RerunEstimate, TraceComparison, compare_traces, rerun_estimate
 from actors.trace_story import StoryBlock, StoryInputs, TraceStory, build_story, observation_of
@@ -78,6 +77,9 @@ from engine.trace import model as m
 from engine.trace.model import REQUEST_ID
 from engine.trace.store import TraceOrder
 from engine.versions import app_version
+
+if TYPE_CHECKING:  # an import's types only: the app opens its trace writer without the pipeline
+    from actors.ingest import ImportProgress, ImportResult
 
 TRACES_DIR = "traces"
 BUNDLES_DIR = "bundles"

@@ -19,9 +19,10 @@ from engine.evaluation.gold import GoldSet
 from engine.evaluation.outcomes import AnswerSummary, Comparison
 from engine.evaluation.retrieval import KindRecall, RetrievalRow, evaluate_recall
 from engine.tools import ToolContext
+from engine.versions.formats import EVAL_RESULT_FILE, EVAL_RESULT_FORMAT
 
-RESULT_FORMAT = 1
-RESULT_FILE = "eval.json"
+RESULT_FORMAT = EVAL_RESULT_FORMAT
+RESULT_FILE = EVAL_RESULT_FILE
 
 
 class GoldRef(msgspec.Struct, frozen=True, kw_only=True):

@@ -17,6 +17,10 @@ JOURNAL_FORMAT = 1  # collections/<c>/journal/ (actors/journal.py)
 CONVERSATION_FORMAT = 1  # conversations/<c>/<id>.jsonl (actors/conversations.py)
 APP_STATE_FORMAT = 1  # state.json: the current collection (actors/app.py)
 UI_STATE_FORMAT = 1  # ui/state.json: first-run flag (actors/ui_service.py)
+# evals/<id>/eval.json (engine/evaluation/result.py): declared here because that module loads
+# the whole evaluator, and every command's start gate reads this registry.
+EVAL_RESULT_FORMAT = 1
+EVAL_RESULT_FILE = "eval.json"
 # The record of which formats a data directory was written with (engine/versions/upgrade.py).
 STAMP_FORMAT = 1
 
@@ -35,7 +39,6 @@ def registry() -> tuple[Format, ...]:
     # Imported here, not at module level: actor modules import this module for one constant.
     from engine import config
     from engine.embedding import cache as embedding_cache
-    from engine.evaluation import result as eval_result
     from engine.prompts import bundle as prompt_bundle
     from engine.prompts import registry as prompt_history
     from engine.trace import bundle as trace_bundle
@@ -96,8 +99,8 @@ def registry() -> tuple[Format, ...]:
         ),
         Format(
             "eval_result",
-            eval_result.RESULT_FORMAT,
-            f"evals/*/{eval_result.RESULT_FILE}",
+            EVAL_RESULT_FORMAT,
+            f"evals/*/{EVAL_RESULT_FILE}",
             "engine.evaluation.result",
         ),
     )
