@@ -25,9 +25,12 @@ class Target:
 def discover(paths: Sequence[Path]) -> tuple[list[Target], list[SkippedFile], list[FailedDocument]]:
     """Expand folders (recursively), keep supported types, list the rest as skipped.
 
-    A file named explicitly with an unsupported type fails with `unsupported_type`.
+    A file named explicitly with an unsupported type fails with `unsupported_type`. Files
+    from different folders (or a folder and a named file) with the same relative name all
+    land: each is named by enough of its folder to tell them apart (`a/x.md`, `b/x.md`),
+    never dropped; a file reached twice (a folder and a folder inside it) is imported once.
     """
-    targets: dict[str, Target] = {}
+    found: list[tuple[Path, Target]] = []  # (the folder it was found from, the target)
     skipped: list[SkippedFile] = []
     failed: list[FailedDocument] = []
     for raw in paths:
@@ -49,7 +52,7 @@ def discover(paths: Sequence[Path]) -> tuple[list[Target], list[SkippedFile], li
                         continue
                     if not file.is_file():
                         continue
-                    targets[source] = Target(file, source, _size(file))
+                    found.append((root, Target(file, source, _size(file))))
         elif path.is_file():
             source = path.name
             if (bad := _bad_name(source)) is not None:
@@ -66,7 +69,8 @@ def discover(paths: Sequence[Path]) -> tuple[list[Target], list[SkippedFile], li
                     )
                 )
                 continue
-            targets[source] = Target(path.resolve(), source, _size(path))
+            resolved = path.resolve()
+            found.append((resolved.parent, Target(resolved, source, _size(path))))
         else:
             failed.append(
                 FailedDocument(
@@ -76,7 +80,42 @@ def discover(paths: Sequence[Path]) -> tuple[list[Target], list[SkippedFile], li
                     message="no such file or folder; check the path and try again",
                 )
             )
-    return sorted(targets.values(), key=lambda t: t.source), skipped, failed
+    return sorted(_unique_sources(found), key=lambda t: t.source), skipped, failed
+
+
+def _unique_sources(found: list[tuple[Path, Target]]) -> list[Target]:
+    """Each file once (the first time it was reached), named by its relative path; where
+    different files share that name, each is named by the shortest tail of its folder's path
+    that makes every such name distinct from each other and from every other source."""
+    first: dict[Path, tuple[Path, Target]] = {}
+    for root, target in found:
+        first.setdefault(target.path, (root, target))
+    by_source: dict[str, list[tuple[Path, Target]]] = {}
+    for root, target in first.values():
+        by_source.setdefault(target.source, []).append((root, target))
+    taken = {source for source, group in by_source.items() if len(group) == 1}
+    named = [group[0][1] for group in by_source.values() if len(group) == 1]
+    for source, group in by_source.items():
+        if len(group) == 1:
+            continue
+        depth = 1
+        while True:
+            names = [_tail(root, depth) + "/" + source for root, _ in group]
+            deepest = all(depth >= len(root.parts) for root, _ in group)
+            if (len(set(names)) == len(names) and taken.isdisjoint(names)) or deepest:
+                break
+            depth += 1
+        taken.update(names)
+        named.extend(
+            Target(t.path, name, t.size) for (_, t), name in zip(group, names, strict=True)
+        )
+    return named
+
+
+def _tail(folder: Path, depth: int) -> str:
+    """The last `depth` parts of `folder`'s path (`/home/me/a`, 2 → `me/a`)."""
+    parts = [p for p in folder.parts if p != folder.anchor] or [folder.anchor.strip("/\\")]
+    return "/".join(parts[-depth:])
 
 
 def _shown(name: str) -> str:

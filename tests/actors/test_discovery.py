@@ -66,3 +66,38 @@ def test_the_format_follows_the_suffix_and_defaults_to_text() -> None:
     assert format_of(Path("a.xhtml")) == "html"
     assert format_of(Path("a.markdown")) == "markdown"
     assert format_of(Path("notes.log")) == "text"
+
+
+def test_files_of_two_folders_with_the_same_relative_names_all_land_named_by_their_folder(
+    tmp_path: Path,
+) -> None:
+    for folder in ("a", "b", "one/docs", "two/docs"):
+        (tmp_path / folder / "sub").mkdir(parents=True)
+        (tmp_path / folder / "x.md").write_text(f"# {folder}")
+        (tmp_path / folder / "sub" / "y.md").write_text(f"# {folder} y")
+    (tmp_path / "a" / "only-a.md").write_text("# only in a")
+
+    targets, _, _ = discover([tmp_path / "a", tmp_path / "b"])
+    assert [t.source for t in targets] == [
+        "a/sub/y.md",
+        "a/x.md",
+        "b/sub/y.md",
+        "b/x.md",
+        "only-a.md",
+    ]
+    assert {t.source: t.path for t in targets}["b/x.md"] == (tmp_path / "b" / "x.md").resolve()
+
+    # Folders with the same name are told apart by as much of their path as it takes.
+    targets, _, _ = discover([tmp_path / "one" / "docs", tmp_path / "two" / "docs"])
+    assert [t.source for t in targets][:2] == ["one/docs/sub/y.md", "one/docs/x.md"]
+    # A named file and a folder's file of the same name: both, the file by its folder.
+    (tmp_path / "x.md").write_text("# top")
+    targets, _, _ = discover([tmp_path / "a", tmp_path / "x.md"])
+    assert {"a/x.md", f"{tmp_path.name}/x.md"} <= {t.source for t in targets}
+
+
+def test_a_file_reached_twice_is_imported_once_under_its_first_name(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "y.md").write_text("# y")
+    targets, _, _ = discover([tmp_path, tmp_path / "sub", tmp_path / "sub" / "y.md", tmp_path])
+    assert [t.source for t in targets] == ["sub/y.md"]
