@@ -12,8 +12,11 @@ from __future__ import annotations
 import fnmatch
 import re
 import shlex
+import shutil
+import subprocess
 from typing import Any
 
+import pytest
 import yaml
 
 from tests.corpus import REPO
@@ -142,3 +145,11 @@ def test_build_ps1_checks_every_native_program_and_never_uses_compress_archive()
             assert "$LASTEXITCODE" in lines[number + 1], f"line {number + 1}: {line.strip()}"
     for used in re.findall(r"Join-Path \$PSScriptRoot '([^']+)'", script):
         assert (REPO / "packaging" / used).is_file(), used
+
+
+@pytest.mark.skipif(shutil.which("actionlint") is None, reason="actionlint is not installed")
+def test_actionlint_finds_nothing_in_the_workflow() -> None:
+    done = subprocess.run(
+        ["actionlint", str(WORKFLOW)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
