@@ -65,6 +65,7 @@ class ImportProgress(msgspec.Struct, kw_only=True):
     ocr_pages: int = 0  # scanned pages recognised so far (from the OCR cache included)
     ocr_pages_total: int = 0  # pages to recognise in the documents being read
     ocr_pages_per_s: float | None = None  # the recognition pace (None: not measured yet)
+    ocr_pages_cached: int = 0  # of ocr_pages, those taken from the OCR cache (not recognised)
 
 
 class ImportCounts(msgspec.Struct, frozen=True, kw_only=True):
@@ -205,6 +206,7 @@ class _Doc:
     tokens: int = 0
     ocr: int = 0  # pages recognised
     ocr_total: int = 0  # pages to recognise
+    ocr_cached: int = 0  # of the pages recognised, those from the OCR cache
     over: bool = False  # finished or failed
 
 
@@ -308,8 +310,9 @@ class ProgressReporter:
         self.progress.documents_resumed += 1
         self.emit()
 
-    def ocr_pages(self, source: str, done: int, total: int) -> None:
-        """So many of the `total` pages of a document that need OCR are recognised."""
+    def ocr_pages(self, source: str, done: int, total: int, cached: int = 0) -> None:
+        """So many of the `total` pages of a document that need OCR are recognised (`cached`
+        of them taken from the OCR cache, not recognised again)."""
         doc = self._docs.get(source)
         if doc is None or doc.over:
             return
@@ -318,7 +321,8 @@ class ProgressReporter:
             self._ocr.restart(self._clock(), p.ocr_pages)
         p.ocr_pages += done - doc.ocr
         p.ocr_pages_total += total - doc.ocr_total
-        doc.ocr, doc.ocr_total = done, total
+        p.ocr_pages_cached += cached - doc.ocr_cached
+        doc.ocr, doc.ocr_total, doc.ocr_cached = done, total, cached
         self._ocr.add(self._clock(), p.ocr_pages)
         self.emit(force=done == 0)
 

@@ -195,6 +195,7 @@ class Ingest:
             max_archive_bytes=config.ingest.max_archive_megabytes << 20,
             ocr=config.ingest.ocr,
             ocr_max_pages=config.ingest.ocr_max_pages,
+            ocr_cache=str(data.ocr_cache),  # a page recognised once is never recognised again
         )
         self.parse_pool = parse_pool or ParsePool()  # the running App's, else this import's
         self._rank: dict[str, int] = {}  # parse order: the largest document first
@@ -362,6 +363,10 @@ class Ingest:
                     self._rank.get(target.source, 0),
                     chunking,
                     on_pages=lambda read, total: self.report.pages_read(target.source, read, total),
+                    on_ocr=lambda done, total, cached: self.report.ocr_pages(
+                        target.source, done, total, cached
+                    ),
+                    paused=lambda: self.gate.paused,
                 )
         except ParseError as exc:
             self._fail(batch, target, "parse", exc.reason, exc.message)

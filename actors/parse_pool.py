@@ -13,6 +13,8 @@ from __future__ import annotations
 import contextlib
 import heapq
 import itertools
+import os
+import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -22,6 +24,7 @@ from typing import TypeVar
 import anyio
 import anyio.to_process
 import anyio.to_thread
+import msgspec
 
 from engine.chunker import chunk_document
 from engine.errors import ChunkError
@@ -36,12 +39,16 @@ from engine.parsing import (
     parse_pdf_pages,
     plan_parallel_parse,
 )
+from engine.parsing.ocr_signals import PageCounts, pause_file
 from engine.tokens import TokenCounter, preload
 from index.prepared import PreparedDocument, prepare_document
 from index.records import DocumentRecord
 
 T = TypeVar("T")
 OnPages = Callable[[int, int], None]  # (pages read so far, the document's page count)
+# (scanned pages recognised so far, of how many, how many of them came from the OCR cache)
+OnOcr = Callable[[int, int, int], None]
+OCR_POLL_S = 0.25  # how often the workers' page lines are read while a PDF is parsed
 
 # Priorities, lowest first: (stage, -pages, rank, first page). Plans are quick and tell how
 # long a PDF is, so they go first; then finishing a PDF whose pages are all read (it cannot be
@@ -214,6 +221,63 @@ class ParsePool:
             return await _in_process(func, *args)
 
     async def document(
+        self,
+        path: Path,
+        limits: ParseLimits,
+        rank: int,
+        chunking: Chunking,
+        on_pages: OnPages | None = None,
+        on_ocr: OnOcr | None = None,
+        paused: Callable[[], bool] | None = None,
+    ) -> Finished:
+        """As `_document`; for a PDF with OCR on, its scanned pages are also counted to
+        `on_ocr` as each one is recognised, and while `paused()` the workers hold between
+        pages (engine/parsing/ocr_signals.py carries both)."""
+        if on_ocr is None or not limits.ocr or path.suffix.lower() != ".pdf":
+            return await self._document(path, limits, rank, chunking, on_pages)
+        fd, name = tempfile.mkstemp(prefix="citewise-ocr-", suffix=".pages")
+        os.close(fd)
+        signals = Path(name)
+        counts = PageCounts(signals)
+        limits = msgspec.structs.replace(limits, ocr_progress=name)
+
+        def report() -> None:
+            if counts.read():
+                on_ocr(counts.done, counts.wanted, counts.cached)
+
+        async def watch() -> None:
+            pause = pause_file(name)
+            while True:
+                await anyio.sleep(OCR_POLL_S)
+                held = paused is not None and paused()
+                with contextlib.suppress(OSError):
+                    if held and not pause.exists():
+                        pause.touch()
+                    elif not held and pause.exists():
+                        pause.unlink()
+                report()
+
+        failure: Exception | None = None  # raised outside the task group, ungrouped
+        finished: Finished | None = None
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(watch)
+                try:
+                    finished = await self._document(path, limits, rank, chunking, on_pages)
+                except Exception as exc:
+                    failure = exc
+                tg.cancel_scope.cancel()
+            if failure is not None:
+                raise failure
+            assert finished is not None
+            report()
+            return finished
+        finally:
+            for leftover in (signals, pause_file(name)):
+                with contextlib.suppress(OSError):
+                    leftover.unlink()
+
+    async def _document(
         self,
         path: Path,
         limits: ParseLimits,

@@ -103,6 +103,10 @@ class DataDir:
         return self.cache / "embeddings.sqlite"
 
     @property
+    def ocr_cache(self) -> Path:
+        return self.cache / "ocr.sqlite"
+
+    @property
     def document_cache(self) -> Path:
         return self.cache / "documents"
 

@@ -257,6 +257,10 @@ TEXTS: dict[str, tuple[str, str]] = {
         "{done} / {total} scanned {total|page|pages} recognised",
         "已识别扫描页 {done} / {total}",
     ),
+    "lib.progress.ocr_cached": (
+        "{n} {n|page|pages} recognised before (kept)",
+        "{n} 页此前已识别(沿用)",
+    ),
     "lib.progress.pace_ocr": ("{n} scanned {n|page|pages} a second", "每秒识别 {n} 页"),
     "lib.progress.cached": (
         "{n} {n|block|blocks} already embedded (kept)",

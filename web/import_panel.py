@@ -73,6 +73,8 @@ def work_line(t: Texts, p: ImportProgress) -> str:
         parts.append(
             t("lib.progress.ocr", done=_count(p.ocr_pages), total=_count(p.ocr_pages_total))
         )
+        if p.ocr_pages_cached:
+            parts.append(t("lib.progress.ocr_cached", n=_count(p.ocr_pages_cached)))
     if p.blocks_to_embed or not parts:  # no "0 / 0 blocks" before any is chunked
         parts.append(
             t(

@@ -21,3 +21,7 @@ class ParseLimits(msgspec.Struct, frozen=True):
     max_pages: int = 20_000  # PDF pages
     ocr: bool = True  # recognise PDF pages without a text layer (IngestSettings.ocr)
     ocr_max_pages: int = 500  # pages recognised in one document; the rest are reported
+    ocr_cache: str = ""  # the OCR cache's file (engine/parsing/ocr_cache.py); "": none
+    # A file the worker appends a line to per recognised page, and holds between pages while
+    # `<file>.pause` exists (engine/parsing/ocr_signals.py); "": none.
+    ocr_progress: str = ""

@@ -9,8 +9,10 @@ loaded once per process, on the first page that needs it.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import importlib.util
+import sqlite3
 import statistics
 import threading
 import time
@@ -27,6 +29,14 @@ import pymupdf
 from engine.parsing.limits import ParseLimits
 from engine.parsing.lines import is_cjk, join_lines
 from engine.parsing.model import LineBox, ParseWarning
+from engine.parsing.ocr_cache import (
+    CachedPage,
+    CachedParagraph,
+    OcrCache,
+    open_cache,
+    page_key,
+)
+from engine.parsing.ocr_signals import PageSignals
 from engine.parsing.quality import page_quality
 
 # Rendering resolutions, measured on real pages of the corpus rendered to images (bench/
@@ -398,11 +408,15 @@ def render_gray(page: Any, dpi: int = OCR_DPI) -> np.ndarray:
     ]
 
 
-def recognise_page(page: Any, dpi: int = OCR_DPI, read_dpi: int = READ_DPI) -> OcrPage:
+def recognise_page(
+    page: Any, dpi: int = OCR_DPI, read_dpi: int = READ_DPI, gray: np.ndarray | None = None
+) -> OcrPage:
     """The text OCR finds on a pymupdf page, in reading order; an empty OcrPage when blank.
-    Lines are found on the page rendered at `dpi` and read at `read_dpi`."""
+    Lines are found on the page rendered at `dpi` (`gray`, when already rendered) and read at
+    `read_dpi`."""
     started = time.perf_counter()
-    gray = render_gray(page, dpi)
+    if gray is None:
+        gray = render_gray(page, dpi)
     if int(gray.min()) > 245:  # nothing printed: no need to load or run the engine
         return OcrPage(seconds=time.perf_counter() - started)
     fine = render_gray(page, read_dpi) if read_dpi > dpi else None
@@ -534,14 +548,57 @@ def recognise_unreadable(
     ]
     found: dict[int, OcrPage] = {}
     failed: list[int] = []
-    for p in wanted[: limits.ocr_max_pages]:
+    todo = wanted[: limits.ocr_max_pages]
+    signals = PageSignals(limits.ocr_progress)
+    signals.wanted(len(todo))
+    cache = open_cache(limits.ocr_cache)
+    settings = _cache_settings() if cache is not None else ""
+    for p in todo:
+        signals.hold()  # while the import is paused
+        cached = False
         try:
-            found[p] = recognise_page(doc[p])
+            found[p], cached = _recognise_cached(doc[p], cache, settings)
         except MemoryError:
             raise
         except Exception:  # the engine failing on one page must not lose the document
             failed.append(p)
+        signals.page_done(p, cached)
     return OcrOutcome(found, tuple(wanted[limits.ocr_max_pages :]), tuple(failed))
+
+
+def _cache_settings() -> str:
+    """What else a cached page was recognised under: resolutions, engine and models, and the
+    PDF parser's version (bumped when the layout of recognised lines changes)."""
+    from engine.parsing import PARSER_VERSIONS  # the package imports this module
+
+    return f"{OCR_DPI}/{READ_DPI}\x1f{engine_version()}\x1f{PARSER_VERSIONS.get('pdf', '')}"
+
+
+def _recognise_cached(page: Any, cache: OcrCache | None, settings: str) -> tuple[OcrPage, bool]:
+    """The page recognised, or as recognised before from the same rendered image; and
+    whether it came from the cache."""
+    if cache is None:
+        return recognise_page(page), False
+    started = time.perf_counter()
+    gray = render_gray(page, OCR_DPI)
+    key = page_key(gray, (float(page.rect.width), float(page.rect.height)), settings)
+    try:
+        hit = cache.get(key)
+    except sqlite3.Error:
+        hit = None
+    if hit is not None:
+        paragraphs = tuple(OcrParagraph(q.text, q.lines, q.confidence) for q in hit.paragraphs)
+        seconds = round(time.perf_counter() - started, 3)
+        return OcrPage(paragraphs, hit.confidence, hit.chars, seconds), True
+    found = recognise_page(page, gray=gray)
+    stored = CachedPage(
+        tuple(CachedParagraph(q.text, q.lines, q.confidence) for q in found.paragraphs),
+        found.confidence,
+        found.chars,
+    )
+    with contextlib.suppress(sqlite3.Error):  # a cache that cannot be written costs a rerun
+        cache.put(key, stored)
+    return found, False
 
 
 def recognise_pdf_pages(path: Path, pages: list[int], limits: ParseLimits) -> OcrOutcome:

@@ -1,0 +1,84 @@
+"""The OCR cache and the page signals: a page recognised once is taken from the cache the next
+time (the same image, the same engine), a different page is not, a damaged cache file is set
+aside, and a worker holds between pages while the pause file exists."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pymupdf
+import pytest
+
+from engine.parsing import ParseLimits, ocr_engine_version
+from engine.parsing.ocr import recognise_unreadable
+from engine.parsing.ocr_cache import OcrCache
+from engine.parsing.ocr_signals import PageCounts, PageSignals, pause_file
+from tests.scans import EN_PDF, add_scan, save
+
+_mupdf: Any = pymupdf
+
+
+def _recognise(path: Path, limits: ParseLimits) -> tuple[dict[int, str], PageCounts]:
+    signals = Path(limits.ocr_progress)
+    signals.unlink(missing_ok=True)
+    doc = _mupdf.open(str(path))
+    try:
+        outcome = recognise_unreadable(
+            doc, range(doc.page_count), [[] for _ in range(doc.page_count)], [], limits
+        )
+    finally:
+        doc.close()
+    counts = PageCounts(signals)
+    counts.read()
+    texts = {p: " ".join(q.text for q in page.paragraphs) for p, page in outcome.pages.items()}
+    return texts, counts
+
+
+@pytest.mark.skipif(not ocr_engine_version(), reason="rapidocr-onnxruntime missing")
+def test_a_page_recognised_once_comes_from_the_cache_with_the_same_text(tmp_path: Path) -> None:
+    out = _mupdf.open()
+    add_scan(out, EN_PDF, (30, 150, 60, 36), dpi=100)
+    scan = save(out, tmp_path / "one.pdf")
+    limits = ParseLimits(
+        ocr_cache=str(tmp_path / "ocr.sqlite"), ocr_progress=str(tmp_path / "pages")
+    )
+    first, counts = _recognise(scan, limits)
+    assert (counts.wanted, counts.done, counts.cached) == (1, 1, 0)
+    again, counts = _recognise(scan, limits)
+    assert (counts.wanted, counts.done, counts.cached) == (1, 1, 1)
+    assert again == first and first[0].strip()
+    assert OcrCache(tmp_path / "ocr.sqlite").count() == 1
+
+    other = _mupdf.open()  # another page's image is recognised, not taken from the cache
+    add_scan(other, EN_PDF, (31, 150, 60, 36), dpi=100)
+    _, counts = _recognise(save(other, tmp_path / "two.pdf"), limits)
+    assert counts.cached == 0 and OcrCache(tmp_path / "ocr.sqlite").count() == 2
+
+
+def test_a_damaged_cache_file_is_set_aside_and_started_afresh(tmp_path: Path) -> None:
+    path = tmp_path / "ocr.sqlite"
+    path.write_bytes(b"not a database" * 100)
+    assert OcrCache(path).count() == 0
+    assert [p.name.split(".corrupt-")[0] for p in tmp_path.glob("*.corrupt-*")] == ["ocr.sqlite"]
+
+
+def test_a_worker_holds_between_pages_while_the_pause_file_exists(tmp_path: Path) -> None:
+    name = str(tmp_path / "pages")
+    signals = PageSignals(name)
+    signals.wanted(2)
+    signals.page_done(0, cached=True)
+    pause_file(name).touch()
+    released: list[float] = []
+    worker = threading.Thread(target=lambda: (signals.hold(), released.append(time.time())))
+    worker.start()
+    time.sleep(0.6)
+    assert not released  # still held
+    pause_file(name).unlink()
+    worker.join(timeout=5)
+    assert released
+    counts = PageCounts(Path(name))
+    assert counts.read() and (counts.wanted, counts.done, counts.cached) == (2, 1, 1)
+    assert not counts.read()  # nothing new since
