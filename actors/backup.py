@@ -16,7 +16,7 @@ from pathlib import Path
 
 import msgspec
 
-from engine.errors import UpgradeError
+from engine.errors import UpgradeError, UpgradeUnfinished
 from engine.paths import DataDir
 from engine.versions import app_version
 from engine.versions.formats import current_versions
@@ -32,7 +32,7 @@ from engine.versions.upgrade import (
     remove_tree,
 )
 from engine.writer_lock import writer_lock
-from index.fsutil import atomic_write, fsync_dir, replace_with_retry
+from index.fsutil import atomic_write, fsync_dir, remove_file, replace_with_retry
 
 RESTORE_MARK = "restore.json"
 RESTORE_DIR = ".restore"
@@ -133,21 +133,37 @@ def finish_restore(root: Path) -> None:
     except FileNotFoundError:
         plan = None
     if plan is not None:
-        work = root / RESTORE_DIR / plan.restore_id
-        replaced = work / "replaced"
-        replaced.mkdir(parents=True, exist_ok=True)
-        for name in plan.old_entries:
-            if (root / name).exists() and not (replaced / name).exists():
-                replace_with_retry(root / name, replaced / name)
-        for name in plan.new_entries:
-            source = work / "files" / name
-            if source.exists():
-                replace_with_retry(source, root / name)
-        fsync_dir(root)
-        mark.unlink()
-        fsync_dir(root)
+        try:
+            _move_in(root, plan)
+        except OSError as exc:  # on Windows: a file some program holds open
+            raise UpgradeUnfinished(
+                f"restoring backup {plan.backup_id} was committed but moving its files in "
+                f"stopped ({type(exc).__name__}: {exc}); close other programs that may hold "
+                "files in the data folder and start Citewise again to finish it"
+            ) from exc
     # Whatever is left (the replaced data is in the safety backup; an uncommitted restore never
     # became visible) goes; a file still held open stays until the next start.
     if (root / RESTORE_DIR).is_dir():
         for entry in (root / RESTORE_DIR).iterdir():
             remove_tree(entry)
+
+
+def _move_in(root: Path, plan: RestorePlan) -> None:
+    """The committed part of a restore; each step is skipped once done, so a second run after
+    an interruption picks up where the first stopped."""
+    work = root / RESTORE_DIR / plan.restore_id
+    replaced = work / "replaced"
+    replaced.mkdir(parents=True, exist_ok=True)
+    for name in plan.old_entries:
+        if (root / name).exists() and not (replaced / name).exists():
+            replace_with_retry(root / name, replaced / name)
+    for name in plan.new_entries:
+        source = work / "files" / name
+        if source.exists():
+            replace_with_retry(source, root / name)
+    fsync_dir(root)
+    # The mark must go before the work area does: a mark without its work area would move the
+    # restored files out at the next start.
+    if not remove_file(root / RESTORE_MARK):
+        raise PermissionError(13, "the restore mark is held", str(root / RESTORE_MARK))
+    fsync_dir(root)

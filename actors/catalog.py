@@ -3,7 +3,7 @@
 The active pointer is the only file ever replaced (atomically). A pinned snapshot is never
 deleted: pins are counted in-process and, on POSIX, held as shared flocks so that another
 process's GC sees them too. GC renames a snapshot into trash/ first and retries what it could
-not remove on the next run.
+not remove (on Windows: a file some process holds open or mapped) on the next run.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import contextlib
 import datetime as dt
 import os
 import secrets
-import shutil
 import sys
 import threading
 from collections.abc import Iterator
@@ -26,10 +25,11 @@ from actors.errors import CatalogError as CatalogError
 from actors.errors import SnapshotDamaged
 from engine.clock import utc_timestamp
 from engine.crashpoints import crash_point
+from engine.document_cache import DocumentCache
 from engine.paths import DataDir
 from engine.versions.formats import POINTER_FORMAT
 from index.errors import SnapshotError
-from index.fsutil import atomic_write, fsync_dir, replace_with_retry
+from index.fsutil import atomic_write, fsync_dir, remove_tree, replace_with_retry, sweep
 from index.records import SnapshotManifest
 from index.snapshot import Snapshot
 
@@ -310,6 +310,9 @@ class Catalog:
             self._discard(self.snapshot_path(sid), report)
         self._discard_unfinished_builds(report, keep | set(report.pinned))
         self._empty_trash(report)
+        # Deleted collections wait in the data directory's trash until nothing holds them.
+        report.retry_later.extend(sweep(self.data.root / "trash"))
+        report.retry_later.extend(p.name for p in DocumentCache(self.data.document_cache).sweep())
         self._remove_killed_pointer_writes()
         return report
 
@@ -368,9 +371,7 @@ class Catalog:
             return
         for entry in self.trash.iterdir():
             crash_point("gc.rmtree:before")
-            try:
-                shutil.rmtree(entry)
-            except OSError:
+            if not remove_tree(entry):  # held open or mapped (Windows): the next GC retries
                 report.retry_later.append(entry.name)
                 continue
             crash_point("gc.rmtree:after")

@@ -2,7 +2,8 @@
 
 The key covers everything that changes the blocks: the file's content hash, the parser and
 chunker versions, the block size and the tokenizer. Entries are written atomically; a torn or
-foreign file reads as a miss, never as a document.
+foreign file reads as a miss, never as a document. It is only a cache: an entry that cannot be
+read or written (on Windows: a scanner holding it) is a miss, never a failed import.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import msgspec
 
-from index.fsutil import atomic_write
+from index.fsutil import atomic_write, killed_writes, remove_file
 from index.records import DocumentRecord
 
 _decoder = msgspec.msgpack.Decoder(DocumentRecord)
@@ -42,10 +43,26 @@ class DocumentCache:
     def get(self, key: str) -> DocumentRecord | None:
         try:
             return _decoder.decode(self._path(key).read_bytes())
-        except (FileNotFoundError, msgspec.DecodeError, msgspec.ValidationError):
+        except (OSError, msgspec.DecodeError, msgspec.ValidationError):
             return None
 
     def put(self, key: str, record: DocumentRecord) -> None:
+        """Store an entry unless a readable one is there (same key, same content): replacing a
+        file another reader holds is what Windows refuses."""
+        if self.get(key) is not None:
+            return
         path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, _encoder.encode(record))
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, _encoder.encode(record))
+        except OSError:
+            return  # the next import parses this document again
+
+    def sweep(self) -> list[Path]:
+        """Remove temporary files of writes whose process died; return those still held."""
+        left = []
+        if self.directory.is_dir():
+            for folder in self.directory.iterdir():
+                if folder.is_dir():
+                    left += [tmp for tmp in killed_writes(folder) if not remove_file(tmp)]
+        return left

@@ -1,8 +1,11 @@
-"""Durable file writes (write-and-fsync, fsync directories, atomic replace), read-only maps and
-the one file hash.
+"""Durable file writes (write-and-fsync, fsync directories, atomic replace), read-only maps,
+removals that survive Windows file locking, and the one file hash.
 
 Used for snapshot files (written once) and small pointer files (replaced atomically). Nothing
-here ever truncates an existing file in place or maps a file writable.
+here ever truncates an existing file in place or maps a file writable. On Windows a file that
+any process holds open or mapped cannot be renamed or deleted (and antivirus scanners hold new
+files briefly): renames and removals retry with backoff, and a removal that still fails reports
+it, so that its caller leaves the entry for a later sweep instead of failing.
 """
 
 from __future__ import annotations
@@ -10,16 +13,18 @@ from __future__ import annotations
 import hashlib
 import mmap
 import os
+import shutil
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from index.crashpoints import crash_point
 
 Mapped = mmap.mmap | bytes  # a read-only file view; bytes only for empty files
 
-_REPLACE_ATTEMPTS = 6
-_REPLACE_BACKOFF_S = 0.05
+# Attempts and the first delay (it grows linearly): about 0.75 s in all before giving up.
+RETRY_ATTEMPTS = 6
+RETRY_BACKOFF_S = 0.05
 
 
 def file_sha256(path: Path) -> str:
@@ -68,16 +73,60 @@ def fsync_file(path: Path, *, point: str | None = None) -> None:
         crash_point(f"{point}:after-fsync")
 
 
-def replace_with_retry(source: Path, target: Path) -> None:
-    """os.replace, retried briefly on PermissionError (antivirus and indexers hold files)."""
-    for attempt in range(_REPLACE_ATTEMPTS):
+def _with_retry(operation: Callable[[], None]) -> None:
+    """Run `operation`, retried with growing delays while it raises PermissionError."""
+    for attempt in range(RETRY_ATTEMPTS):
         try:
-            os.replace(source, target)
+            operation()
             return
         except PermissionError:
-            if attempt == _REPLACE_ATTEMPTS - 1:
+            if attempt == RETRY_ATTEMPTS - 1:
                 raise
-            time.sleep(_REPLACE_BACKOFF_S * (attempt + 1))
+            time.sleep(RETRY_BACKOFF_S * (attempt + 1))
+
+
+def replace_with_retry(source: Path, target: Path) -> None:
+    """os.replace, retried briefly on PermissionError (antivirus and indexers hold files)."""
+    _with_retry(lambda: os.replace(source, target))
+
+
+def remove_file(path: Path) -> bool:
+    """Delete a file, retried on PermissionError; False when it is still there (held open or
+    mapped by some process), so the caller can leave it for a later sweep. A missing file
+    counts as removed."""
+    try:
+        _with_retry(lambda: path.unlink(missing_ok=True))
+    except PermissionError:
+        return False
+    return True
+
+
+def remove_tree(path: str | os.PathLike[str]) -> bool:
+    """Delete a folder and everything in it, retrying what could not be removed; False when
+    something (a file held open or mapped) is still there after the retries. What could be
+    removed is gone either way, so only call this on a folder nothing needs any more."""
+    for attempt in range(RETRY_ATTEMPTS):
+        if not os.path.lexists(path):
+            return True
+        shutil.rmtree(path, ignore_errors=True)
+        if not os.path.lexists(path):
+            return True
+        if attempt < RETRY_ATTEMPTS - 1:
+            time.sleep(RETRY_BACKOFF_S * (attempt + 1))
+    return False
+
+
+def sweep(directory: Path) -> list[str]:
+    """Remove every entry of a holding area (a trash folder, a work area); return the names of
+    those still held, which the next sweep tries again."""
+    if not directory.is_dir():
+        return []
+    left = []
+    for entry in sorted(directory.iterdir()):
+        gone = remove_tree(entry) if entry.is_dir() else remove_file(entry)
+        if not gone:
+            left.append(entry.name)
+    return left
 
 
 def atomic_write(path: Path, data: bytes, *, point: str | None = None) -> None:
@@ -101,7 +150,7 @@ def atomic_write(path: Path, data: bytes, *, point: str | None = None) -> None:
         replaced = True
     finally:
         if not replaced:
-            tmp.unlink(missing_ok=True)
+            remove_file(tmp)  # if held, it stays: killed_writes() finds it after this process
     if point:
         crash_point(f"{point}:after-replace")
     fsync_dir(path.parent)

@@ -264,6 +264,19 @@ ERROR_TEXTS: dict[str, tuple[str, str]] = {
         "A collection named “{name}” already exists. Choose another name.",
         "已有名为“{name}”的资料集。请换一个名字。",
     ),
+    "error.app.collection_case_twin": (
+        "There is already a collection named “{existing}”, and Windows treats “{name}” as the "
+        "same name (only upper and lower case differ). Choose another name.",
+        "已有名为“{existing}”的资料集;“{name}”与它只有大小写不同,Windows 会把两者当作同一个名称。"
+        "请换一个名字。",
+    ),
+    "error.app.collection_in_use": (
+        "The collection “{name}” is in use right now: a question or an export is reading it, or "
+        "another program (such as a virus scanner or a backup tool) has one of its files open. "
+        "Nothing was changed. Wait a moment or close that program, then try again.",
+        "资料集“{name}”正在使用中:有提问或导出正在读取它,或其他程序(例如杀毒软件、备份工具)"
+        "打开了其中的文件。没有做任何更改。请稍等或关闭该程序后再试。",
+    ),
     "error.app.import_running": (
         "An import is still running. Wait for it to finish, or pause or cancel it, then try again.",
         "还有导入正在进行。请等它完成,或暂停、取消后再试。",

@@ -37,7 +37,7 @@ from engine.trace.model import (
     WriteOp,
     sha256_hex,
 )
-from index.fsutil import replace_with_retry
+from index.fsutil import remove_file, replace_with_retry
 
 if sys.platform != "win32":
     import fcntl
@@ -554,7 +554,9 @@ class TraceStore:
                 )
         crash_point("trace.prune:after-rows-commit")
         for sha in shas:
-            self.artifact_path(sha).unlink(missing_ok=True)
+            # A file held open (a bundle being written, a scanner on Windows) stays behind as
+            # an orphan, which _sweep_orphans removes at a later prune.
+            remove_file(self.artifact_path(sha))
         return len(shas)
 
     def _sweep_orphans(self, now: float) -> int:
@@ -572,9 +574,10 @@ class TraceStore:
                 try:
                     if now - path.stat().st_mtime < ORPHAN_GRACE_S:
                         continue
-                    path.unlink()
                 except FileNotFoundError:
                     continue
+                if not remove_file(path):
+                    continue  # still held: the next prune tries again
                 if not name.startswith("."):
                     removed += 1
         return removed

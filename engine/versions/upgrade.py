@@ -38,6 +38,7 @@ from engine.paths import DataDir, long_path
 from engine.versions.formats import LEGACY_VERSION, STAMP_FORMAT, current_versions
 from engine.writer_lock import writer_lock
 from index.fsutil import atomic_write, fsync_dir, replace_with_retry
+from index.fsutil import remove_tree as fsutil_remove_tree
 
 STAMP_FILE = "formats.json"
 WORK_DIR = ".upgrade"
@@ -367,11 +368,9 @@ def list_backups(root: Path) -> list[BackupInfo]:
 
 
 def remove_tree(path: Path) -> bool:
-    """Delete a folder; False when something (a mapped or open file) kept part of it."""
-    if not path.exists():
-        return True
-    shutil.rmtree(long_path(path), ignore_errors=True)
-    return not path.exists()
+    """Delete a folder, retrying what is held; False when something (a mapped or open file)
+    kept part of it, which the next start removes (recover and finish_restore sweep)."""
+    return fsutil_remove_tree(long_path(path))
 
 
 # -- migration and self-check ------------------------------------------------------------------
