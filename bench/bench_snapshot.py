@@ -13,12 +13,15 @@ import time
 from pathlib import Path
 
 import numpy as np
-from usearch.index import Index
-from usearch.index import search as brute_force
 
 from bench.runner import Report
 from bench.synthetic import build_synthetic, corpus_paragraphs
 from index.snapshot import Snapshot
+from index.vectors import load_usearch
+
+_usearch = load_usearch().index  # through the gate: onnxruntime first
+Index = _usearch.Index
+brute_force = _usearch.search
 
 
 def _median_ms(samples: list[float]) -> float:
