@@ -1,0 +1,60 @@
+"""What a command loads before it answers: `--version` and `--help` import no app, and `status`
+no parser, UI, OCR runtime or vector library (each measured in a fresh process, as a user runs
+them; bench/bench_startup.py times them)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.corpus import REPO
+
+HEAVY = ("pymupdf", "fitz", "nicegui", "onnxruntime", "usearch", "rapidocr_onnxruntime", "cv2")
+PROBE = """
+import json, sys
+from cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+heavy = {heavy!r}
+loaded = sorted({{m.split(".")[0] for m in sys.modules}} & set(heavy))
+app = sorted(m for m in sys.modules if m.startswith(("actors.", "index.", "web.")))
+print("\\nLOADED " + json.dumps({{"heavy": loaded, "app": app}}), file=sys.stderr)
+"""
+
+
+def _loaded(home: Path, *argv: str) -> dict[str, list[str]]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CITEWISE_")}
+    env.update(CITEWISE_HOME=str(home), PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring")
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE.format(heavy=HEAVY), *argv],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    line = done.stderr.rsplit("LOADED ", 1)[-1]
+    assert done.returncode == 0, done.stderr
+    loaded: dict[str, list[str]] = json.loads(line)
+    return loaded
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["--help"]])
+def test_version_and_help_load_no_app(tmp_path: Path, argv: list[str]) -> None:
+    loaded = _loaded(tmp_path, *argv)
+    assert loaded["heavy"] == []
+    assert set(loaded["app"]) <= {"actors.errors"}  # no App: the parser, the version, errors
+
+
+def test_status_loads_no_parser_ui_ocr_runtime_or_vector_library(tmp_path: Path) -> None:
+    loaded = _loaded(tmp_path, "status", "--json")
+    assert loaded["heavy"] == []
+    assert "actors.app" in loaded["app"]  # it did open the app
+    assert not [m for m in loaded["app"] if m in ("actors.ingest", "actors.parse_pool")]
