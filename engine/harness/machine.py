@@ -50,7 +50,12 @@ from engine.harness.protocol import (
     ToolAction,
     parse_reply,
 )
-from engine.prompts.bundle import PromptBundle, collection_status, render_collection_status
+from engine.prompts.bundle import (
+    PromptBundle,
+    collection_status,
+    render_collection_status,
+    render_document_languages,
+)
 from engine.tokens import TokenCounter
 from engine.tools.contracts import (
     TOOL_NAMES,
@@ -249,7 +254,13 @@ class Start:
             manifest=run_manifest(deps, request),
         )
         status = render_collection_status(collection_status(deps.snapshot.manifest))
-        system = deps.bundle.render_system(tools=deps.tool_descriptions, collection_status=status)
+        system = deps.bundle.render_system(
+            tools=deps.tool_descriptions,
+            collection_status=status,
+            document_languages=render_document_languages(
+                info.lang for info in deps.snapshot.documents
+            ),
+        )
         initial: list[tuple[Role, str, EntryKind]] = [("system", system, "system")]
         for turn in request.earlier:
             initial.append(("user", deps.bundle.render_question(turn.question), "earlier_question"))

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
@@ -78,8 +80,17 @@ class PromptBundle(msgspec.Struct, frozen=True, kw_only=True):
 
         return _PLACEHOLDER.sub(sub, template)
 
-    def render_system(self, *, tools: str, collection_status: str) -> str:
-        return self.render("system", tools=tools, collection_status=collection_status)
+    def render_system(
+        self, *, tools: str, collection_status: str, document_languages: str = ""
+    ) -> str:
+        """The system prompt; {document_languages} is optional (bundles from baseline 1.1.0
+        on name it), so an older bundle renders exactly as it was frozen."""
+        return self.render(
+            "system",
+            tools=tools,
+            collection_status=collection_status,
+            document_languages=document_languages,
+        )
 
     def render_question(self, question: str) -> str:
         return self.render("question", question=question)
@@ -182,6 +193,24 @@ def collection_status(manifest: SnapshotManifest) -> CollectionStatus:
         documents=len(manifest.documents),
         failed_documents=[_Failed(f.source, f.stage, f.reason) for f in manifest.failed_documents],
     )
+
+
+LANGUAGE_NAMES = {"en": "English", "zh": "Chinese"}
+
+
+def render_document_languages(langs: Iterable[str]) -> str:
+    """The {document_languages} text: how many documents of the snapshot are in each
+    language, most first (ties by code), e.g. "English (en): 14 documents; Chinese (zh): 5"."""
+    counts = Counter(lang or "unknown" for lang in langs)
+    if not counts:
+        return "no documents"
+    ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    parts = []
+    for lang, n in ordered:
+        name = LANGUAGE_NAMES.get(lang)
+        label = f"{name} ({lang})" if name else lang
+        parts.append(f"{label}: {n} document{'s' if n != 1 else ''}")
+    return "; ".join(parts)
 
 
 def render_collection_status(status: CollectionStatus) -> str:

@@ -198,7 +198,7 @@ def test_a_model_citing_what_it_was_shown_passes_and_every_row_links_to_its_trac
         "absent": 1.0,
     }
     assert answers["cost"] > 0 and answers["tokens"]["total"] > 0
-    assert answers["bundle"] == "baseline@1.0.0"
+    assert answers["bundle"] == "baseline@1.1.0"
     assert doc["retrieval"]["recall@5"] == 1.0
     report, markdown, png = (Path(f) for f in doc["report_files"])
     assert json.loads(report.read_text(encoding="utf-8"))["answers"]["pass_rate"] == 1.0
@@ -302,7 +302,7 @@ def test_compare_runs_two_bundles_on_the_same_snapshot_and_lists_changed_questio
     code, doc, err = cli(capsys, "eval", str(gold), "--compare", "baseline", "terse@1", "--json")
     assert code == 0, err
     comparison = doc["compare"]["comparison"]
-    assert (comparison["a"], comparison["b"]) == ("baseline@1.0.0", "terse@1")
+    assert (comparison["a"], comparison["b"]) == ("baseline@1.1.0", "terse@1")
     assert [(c["id"], c["a"], c["b"]) for c in comparison["changed"]] == [
         ("q-fact", "pass", "fail")
     ]
@@ -322,7 +322,7 @@ def test_prompts_promote_needs_yes_and_rollback_restores_the_previous_baseline(
     home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, listed, _ = cli(capsys, "prompts", "list", "--json")
-    assert code == 0 and listed["active"] == "baseline@1.0.0"
+    assert code == 0 and listed["active"] == "baseline@1.1.0"
     cli(capsys, "prompts", "new", "--from", "baseline", "--json")
     code, _, err = cli(capsys, "prompts", "promote", "baseline-exp@1", "--yes")
     assert code == 2 and "not frozen" in err
@@ -330,14 +330,14 @@ def test_prompts_promote_needs_yes_and_rollback_restores_the_previous_baseline(
     assert code == 0 and frozen["frozen"]["frozen"] is True
     code, _, err = cli(capsys, "prompts", "promote", "baseline-exp@1")
     assert code == 2 and "--yes" in err
-    assert cli(capsys, "prompts", "list", "--json")[1]["active"] == "baseline@1.0.0"
+    assert cli(capsys, "prompts", "list", "--json")[1]["active"] == "baseline@1.1.0"
     code, promoted, _ = cli(capsys, "prompts", "promote", "baseline-exp@1", "--yes", "--json")
     assert code == 0 and promoted["active"]["ref"] == "baseline-exp@1"
-    assert promoted["previous"] == "baseline@1.0.0"
+    assert promoted["previous"] == "baseline@1.1.0"
     code, diff, _ = cli(capsys, "prompts", "diff", "baseline", "baseline-exp@1", "--json")
     assert code == 0 and diff["templates"] == {}
     code, rolled, _ = cli(capsys, "prompts", "rollback", "--json")
-    assert code == 0 and rolled["active"]["ref"] == "baseline@1.0.0"
+    assert code == 0 and rolled["active"]["ref"] == "baseline@1.1.0"
     code, _, err = cli(capsys, "prompts", "rollback")
     assert code == 2 and "nothing to roll back" in err
 
@@ -367,7 +367,7 @@ def test_retrieval_only_needs_no_model_and_later_runs_name_the_results_they_inva
     assert third["still_valid"] == [first["eval_id"]]
     (invalid,) = third["invalidates"]
     assert invalid["eval_id"] == second["eval_id"] and invalid["retrieval"] == []
-    assert invalid["answers"][0].startswith("prompt bundle baseline@1.0.0")
+    assert invalid["answers"][0].startswith("prompt bundle baseline@1.1.0")
 
 
 def test_usage_errors_exit_2_and_model_failures_make_a_partial_evaluation(

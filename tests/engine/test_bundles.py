@@ -20,6 +20,8 @@ from engine.prompts.registry import (
     version_key,
 )
 
+SHIPPED = "baseline@1.1.0"  # the release baseline new questions use
+
 
 @pytest.fixture
 def registry(tmp_path: Path) -> BundleRegistry:
@@ -54,10 +56,11 @@ def test_new_experiment_copies_the_templates_with_its_parent_and_is_not_frozen(
     assert bundle.templates == shipped.templates
     assert Path(bundle.path) == registry.root / "baseline-exp@1"
     second = registry.new("baseline")
-    assert second.version == "2" and second.parent == "baseline@1.0.0"
+    assert second.version == "2" and second.parent == SHIPPED
     statuses = {i.ref: i.status for i in registry.list()}
     assert statuses == {
-        "baseline@1.0.0": "frozen",
+        "baseline@1.0.0": "frozen",  # the earlier release baseline ships beside the current one
+        SHIPPED: "frozen",
         "baseline-exp@1": "draft",
         "baseline-exp@2": "draft",
     }
@@ -113,7 +116,7 @@ def test_promote_needs_a_frozen_bundle_and_an_explicit_confirmation(
     history = json.loads(registry.history_file.read_text(encoding="utf-8"))
     assert [e["ref"] for e in history["stack"]] == ["baseline-exp@1"]
     event = history["events"][-1]
-    assert (event["action"], event["previous"]) == ("promote", "baseline@1.0.0")
+    assert (event["action"], event["previous"]) == ("promote", SHIPPED)
 
 
 def test_rollback_returns_to_each_previous_baseline_in_turn(registry: BundleRegistry) -> None:
@@ -173,11 +176,11 @@ def test_diff_names_changed_manifest_fields_and_gives_a_unified_template_diff(
     diff = registry.diff("baseline", "baseline-exp@1")
     fields = {c.field: (c.a, c.b) for c in diff.fields}
     assert fields["id"] == ("baseline", "baseline-exp")
-    assert fields["parent"] == (None, "baseline@1.0.0")
+    assert fields["parent"] == ("baseline@1.0.0", SHIPPED)
     assert fields["source"] == ("release", "local") and fields["frozen"] == (True, False)
     assert set(diff.templates) == {"question"}
     patch = diff.templates["question"]
-    assert "--- baseline@1.0.0/question.md" in patch and "+++ baseline-exp@1/question.md" in patch
+    assert f"--- {SHIPPED}/question.md" in patch and "+++ baseline-exp@1/question.md" in patch
     assert "-{question}" in patch and "+Q: {question}" in patch
     assert registry.diff("baseline", "baseline").same
 
@@ -191,7 +194,7 @@ def test_list_reports_broken_folders_and_unknown_references_name_the_known_ones(
     (broken / "manifest.json").write_text("{not json", encoding="utf-8")
     infos = {i.ref: i for i in registry.list()}
     assert infos["mine@1"].status == "broken" and "manifest.json" in infos["mine@1"].problem
-    assert infos["baseline@1.0.0"].active
+    assert infos[SHIPPED].active and not infos["baseline@1.0.0"].active
     with pytest.raises(PromptBundleError, match=r"no prompt bundle 'nope'.*baseline-exp@1"):
         registry.get("nope")
     with pytest.raises(PromptBundleError, match="not a bundle reference"):

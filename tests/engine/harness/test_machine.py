@@ -44,7 +44,12 @@ from engine.harness import (
 from engine.harness.history import MESSAGE_OVERHEAD, PROMPT_OVERHEAD
 from engine.harness.observation import ok, render_observation
 from engine.paths import DataDir
-from engine.prompts.bundle import collection_status, load_baseline, render_collection_status
+from engine.prompts.bundle import (
+    collection_status,
+    load_baseline,
+    render_collection_status,
+    render_document_languages,
+)
 from engine.tokens import TokenCounter
 from engine.tools import TOOL_NAMES, ToolContext, render_tools, run_tool
 from index.snapshot import Snapshot
@@ -508,7 +513,13 @@ async def _handbook_prompt(snapshot: Snapshot, question: str, reply: str) -> tup
     status = render_collection_status(collection_status(snapshot.manifest))
     obs = render_observation(ok("list_blocks", outcome.json), "100000000000")
     messages = [
-        {"content": bundle.render_system(tools=render_tools(), collection_status=status)},
+        {
+            "content": bundle.render_system(
+                tools=render_tools(),
+                collection_status=status,
+                document_languages=render_document_languages(d.lang for d in snapshot.documents),
+            )
+        },
         {"content": bundle.render_question(question)},
         {"content": reply},
         {"content": obs},

@@ -16,6 +16,7 @@ from engine.prompts.bundle import (
     load_baseline,
     load_bundle,
     render_collection_status,
+    render_document_languages,
 )
 from index.records import FailedDocument, ManifestDocument, SnapshotManifest
 
@@ -145,3 +146,26 @@ def test_partial_collection_status_lists_failed_documents_and_demands_disclosure
 def test_complete_collection_status_has_no_gap_notice() -> None:
     text = render_collection_status(collection_status(_manifest("ready", ())))
     assert json.loads(text)["completeness"] == "complete"
+
+
+def test_baseline_system_prompt_names_the_document_languages_and_the_search_advice() -> None:
+    bundle = load_baseline()
+    assert (bundle.version, bundle.parent) == ("1.1.0", "baseline@1.0.0")
+    languages = render_document_languages(["en", "zh", "en", "en"])
+    assert languages == "English (en): 3 documents; Chinese (zh): 1 document"
+    text = bundle.render_system(tools="T", collection_status="CS", document_languages=languages)
+    status = text[text.index("<collection_status>") : text.index("</collection_status>")]
+    assert f"Languages of its documents: {languages}." in status
+    assert "in the documents' language" in status and "{document_languages}" not in text
+
+
+def test_baseline_1_0_0_still_ships_unchanged_and_ignores_the_languages() -> None:
+    old = load_bundle(BASELINE.parent / "baseline-1.0.0", "release")
+    assert (old.version, old.hash) == ("1.0.0", old.manifest.hash)
+    text = old.render_system(tools="T", collection_status="CS", document_languages="zh: 1")
+    assert text == old.render_system(tools="T", collection_status="CS")
+    assert "Languages of its documents" not in text
+
+
+def test_document_languages_of_an_empty_collection() -> None:
+    assert render_document_languages([]) == "no documents"
