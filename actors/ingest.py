@@ -45,6 +45,7 @@ from engine.embedding import (
     EmbedProgress,
     embed_texts,
 )
+from engine.file_access import read_failure
 from engine.parsing import PARSER_VERSIONS, ParseError, ParseLimits, ocr_engine_version
 from engine.paths import DataDir
 from engine.tokens import TokenCounter
@@ -322,9 +323,7 @@ class Ingest:
         try:
             content_hash = await anyio.to_thread.run_sync(file_sha256, target.path)
         except OSError as exc:
-            self._fail(
-                batch, target, "read", "unreadable", f"the file cannot be read ({exc.strerror})"
-            )
+            self._fail(batch, target, "read", *read_failure(exc))
             return None
         if parent is not None and parent_docs is not None:
             doc = parent_docs.carried(target.source, content_hash)

@@ -31,9 +31,11 @@ APP_NAME = "Citewise"
 _COLLECTION_NAME = re.compile(r"[\w][\w .-]{0,63}")  # fullmatch: `$` would let "a\n" through
 
 
-# Folder names Windows reserves for devices (also with any extension): "CON", "nul.txt", …
+# Folder names Windows reserves for devices (also with any extension): "CON", "nul.txt", …,
+# and COM or LPT with a superscript digit ("COM¹"), which Windows counts as a digit there.
 _WINDOWS_DEVICES = frozenset(
-    {"con", "prn", "aux", "nul"} | {f"{d}{i}" for d in ("com", "lpt") for i in range(1, 10)}
+    {"con", "prn", "aux", "nul"}
+    | {f"{d}{i}" for d in ("com", "lpt") for i in [*range(1, 10), "¹", "²", "³"]}
 )
 
 

@@ -379,6 +379,12 @@ TEXTS: dict[str, tuple[str, str]] = {
         "is holding it. Check that it is there and import it again.",
         "无法打开这个文件:它可能已被移动或删除,或正被其他程序占用。请确认文件还在后重新导入。",
     ),
+    "fail.in_use": (
+        "Another program has this file open and does not let others read it (for example Word "
+        "while it is being edited). Close it there, then import it again.",
+        "另一个程序正打开这个文件,且不允许其他程序读取(例如正在 Word 中编辑)。"
+        "请在那里关闭后重新导入。",
+    ),
     "fail.not_found": (
         "Nothing was found at this place. Check that the file or folder still exists there and "
         "import it again.",

@@ -188,6 +188,7 @@ def test_every_failure_reason_the_pipeline_can_give_has_a_sentence_in_both_langu
         "changed",
         "timeout",
         "unreadable",
+        "in_use",
         "not_found",
         "bad_name",
         "chunk_error",
