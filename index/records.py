@@ -122,6 +122,37 @@ class BuildStats(msgspec.Struct, frozen=True, kw_only=True):
     embedding_tokens: int = 0  # as counted by the embedding vendor; never mixed with chat tokens
     embedding_cache_hits: int = 0
     # Documents of the parent snapshot that this batch did not touch, carried over as they were.
+VectorGranularity = Literal["block", "sentence"]
+PartScoring = Literal["max", "top2_mean"]
+
+
+class VectorLayout(msgspec.Struct, frozen=True, kw_only=True):
+    """How blocks became vectors: one per block, or several per block (windows of its
+    sentences) with a block scored by its best-matching parts. The block stays the citation
+    unit either way. A snapshot without one has one vector per block."""
+
+    granularity: VectorGranularity = "block"
+    window: int = 1  # sentences per window ("sentence" only)
+    stride: int = 1  # sentences between window starts
+    scoring: PartScoring = "max"  # a block's score from its parts' similarities
+    windows_version: str = ""  # the splitter (engine/embedding/windows.py) that made them
+
+
+class SimilarityFloor(msgspec.Struct, frozen=True, kw_only=True):
+    """The vector similarity below which a block is no match, calibrated at build time from
+    the model's own scores for fixed nonsense probes against this snapshot's vectors: each
+    probe's best block score is a sample of what an unrelated query reaches here."""
+
+    probes: int
+    probes_version: str
+    mean: float  # of the probes' best block scores
+    std: float
+    p95: float
+    max: float
+    threshold: float  # the floor search applies (never below retrieval.min_similarity)
+    rule: str  # how threshold follows from the statistics
+
+
     documents_carried: int = 0
     blocks_carried: int = 0
     blocks_reused: int = 0  # blocks of documents imported again unchanged (no work done)
@@ -169,3 +200,5 @@ class SnapshotManifest(msgspec.Struct, frozen=True, kw_only=True):
     files: dict[str, int] = {}  # file name -> size in bytes, checked on open
     content_hash: str = ""  # sha256 over every file and the deterministic manifest fields
     vector_graph: GraphBuild | None = None  # how the HNSW graph was built, when there is one
+    vector_layout: VectorLayout | None = None  # None: one vector per block
+    similarity_floor: SimilarityFloor | None = None  # None: built before floors were calibrated

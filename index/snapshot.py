@@ -39,7 +39,10 @@ from index.records import (
     GraphBuild,
     ManifestDocument,
     PageRect,
+    PartScoring,
+    SimilarityFloor,
     SnapshotManifest,
+    VectorLayout,
 )
 from index.scan import scan as scan_folded
 from index.scan import snippet as snippet_of
@@ -50,8 +53,12 @@ from index.vectors import (
     KEYS,
     MATRIX,
     ORDINALS,
+    PART_BLOCKS,
     VectorIndex,
     VectorKind,
+    best_block_scores,
+    calibrate_floor,
+    part_key,
     write_vectors,
 )
 
@@ -72,6 +79,8 @@ class SnapshotHeader(msgspec.Struct, frozen=True, kw_only=True):
     exact_search_max_blocks: int
     bm25: Bm25Stats
     graph_from_parent: bool = False  # the HNSW graph was extended from the parent's
+    n_vectors: int = 0  # rows of the vector matrix when several per block; 0: one per block
+    part_scoring: PartScoring = "max"  # how a block scores from its parts (n_vectors > 0)
 
 
 class VerifyResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -162,11 +171,18 @@ def build_snapshot(
     b: float,
     exact_search_max_blocks: int,
     prepared: Sequence[PreparedDocument | None] | None = None,
+    part_counts: Sequence[npt.NDArray[np.integer]] | None = None,
+    probes: npt.NDArray[np.floating] | None = None,
+    probes_version: str = "",
 ) -> SnapshotManifest:
     """Write a complete snapshot of `documents` into the new `directory`; return its manifest.
 
     `vectors[i]` is [len(documents[i].blocks), dim] L2-normalised float32 rows in the order of
     documents[i].blocks; dim is manifest.embedding.dimensions (no embedding: no vector files).
+    With several vectors per block (manifest.vector_layout.granularity "sentence"),
+    `part_counts[i][j]` (>= 1) is how many rows of `vectors[i]` belong to block j, rows of a
+    block adjacent and blocks in record order. `probes` are vectors of fixed nonsense texts
+    by the same model: the similarity floor is calibrated from them (manifest.similarity_floor).
     `parent` is the parent snapshot directory; its HNSW graph is extended when the embedding is
     the same. Fills documents, vector_index, stats.blocks_indexed, files, content_hash (and
     tokenizer_version when empty); the rest is the caller's. On failure the directory is removed.
@@ -174,6 +190,7 @@ def build_snapshot(
     was prepared from another record); the files are byte for byte the same without it.
     """
     _check_arguments(manifest, documents, vectors, k1, b, exact_search_max_blocks)
+    counts = _part_counts(manifest, documents, vectors, part_counts)
     if prepared is None:
         prepared = [None] * len(documents)
     elif len(prepared) != len(documents):
@@ -196,6 +213,9 @@ def build_snapshot(
             k1,
             b,
             exact_search_max_blocks,
+            counts,
+            probes,
+            probes_version,
         )
         built = True
     finally:
@@ -216,10 +236,9 @@ def _check_arguments(
         raise ValueError(f"{len(vectors)} vector arrays for {len(documents)} documents")
     dim = manifest.embedding.dimensions if manifest.embedding else None
     for doc, rows in zip(documents, vectors, strict=True):
-        if len(rows) != len(doc.blocks) or (dim is not None and rows.shape != (len(rows), dim)):
+        if dim is not None and rows.shape != (len(rows), dim):
             raise ValueError(
-                f"vectors of {doc.doc_id!r} have shape {rows.shape}, "
-                f"expected ({len(doc.blocks)}, {dim if dim is not None else 'any'})"
+                f"vectors of {doc.doc_id!r} have shape {rows.shape}, expected (n, {dim})"
             )
     ids = [d.doc_id for d in documents]
     if len(set(ids)) != len(ids):
@@ -235,6 +254,71 @@ def _check_arguments(
         raise ValueError("k1 must be >= 0, b in [0, 1], exact_search_max_blocks >= 0")
 
 
+def multi_vector(manifest: SnapshotManifest) -> bool:
+    """Whether the snapshot keeps several vectors per block."""
+    return manifest.vector_layout is not None and manifest.vector_layout.granularity != "block"
+
+
+def _part_counts(
+    manifest: SnapshotManifest,
+    documents: Sequence[DocumentRecord],
+    vectors: Sequence[npt.NDArray[np.floating]],
+    part_counts: Sequence[npt.NDArray[np.integer]] | None,
+) -> list[npt.NDArray[np.int64]] | None:
+    """The checked per-block vector counts (None: one vector per block)."""
+    if not multi_vector(manifest) or manifest.embedding is None:
+        if part_counts is not None:
+            raise ValueError("part_counts given, but the layout has one vector per block")
+        for doc, rows in zip(documents, vectors, strict=True):
+            if len(rows) != len(doc.blocks):
+                raise ValueError(
+                    f"vectors of {doc.doc_id!r} have shape {rows.shape}, "
+                    f"expected ({len(doc.blocks)}, n): one vector per block"
+                )
+        return None
+    if part_counts is None or len(part_counts) != len(documents):
+        raise ValueError("several vectors per block need part_counts for every document")
+    out: list[npt.NDArray[np.int64]] = []
+    for doc, rows, given in zip(documents, vectors, part_counts, strict=True):
+        counts = np.asarray(given, dtype=np.int64)
+        if counts.shape != (len(doc.blocks),) or bool(np.any(counts < 1)):
+            raise ValueError(f"part_counts of {doc.doc_id!r}: one count >= 1 per block")
+        if int(counts.sum()) != len(rows):
+            raise ValueError(
+                f"{len(rows)} vectors for the {int(counts.sum())} parts of {doc.doc_id!r}"
+            )
+        out.append(counts)
+    return out
+
+
+def _vector_rows(
+    doc: DocumentRecord,
+    blocks: blockstore.BlockLayout,
+    rows: npt.NDArray[np.floating],
+    counts: npt.NDArray[np.int64] | None,
+) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.uint64], npt.NDArray[np.int64]]:
+    """(rows in block-ordinal order, their keys, parts per block in ordinal order)."""
+    order = np.asarray(blocks.order, dtype=np.int64)
+    if counts is None:
+        keys = vector_keys(doc.doc_id, blocks)
+        return np.asarray(rows, dtype=np.float32)[order], keys, np.ones(len(order), np.int64)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    ordered = counts[order]
+    total = int(ordered.sum())
+    base = np.repeat(starts[order] - (np.cumsum(ordered) - ordered), ordered)
+    index = base + np.arange(total)
+    keys = np.fromiter(
+        (
+            part_key(doc.doc_id, block.block_id, j)
+            for block, n in zip(blocks.blocks, ordered.tolist(), strict=True)
+            for j in range(n)
+        ),
+        np.uint64,
+        total,
+    )
+    return np.asarray(rows, dtype=np.float32)[index], keys, ordered
+
+
 def _build(
     directory: Path,
     manifest: SnapshotManifest,
@@ -245,6 +329,9 @@ def _build(
     k1: float,
     b: float,
     exact_search_max_blocks: int,
+    part_counts: list[npt.NDArray[np.int64]] | None,
+    probes: npt.NDArray[np.floating] | None,
+    probes_version: str,
 ) -> SnapshotManifest:
     layouts = [
         blockstore.layout(doc) if ready is None else ready.blocks
@@ -288,26 +375,48 @@ def _build(
     kind: VectorKind = "none"
     graph_build: GraphBuild | None = None
     dim = manifest.embedding.dimensions if manifest.embedding else 0
+    n_vectors = 0
+    floor: SimilarityFloor | None = None
+    layout = manifest.vector_layout or VectorLayout()
     if manifest.embedding is not None:
-        matrix = np.zeros((n_blocks, dim), dtype=np.float32)
-        keys = np.zeros(n_blocks, dtype=np.uint64)
-        row = 0
-        for doc, blocks, item, rows in zip(documents, layouts, work, vectors, strict=True):
-            count = len(blocks.blocks)
-            matrix[row : row + count] = np.asarray(rows, dtype=np.float32)[blocks.order]
-            if isinstance(item, PreparedDocument):
-                keys[row : row + count] = item.keys
-            else:
-                keys[row : row + count] = vector_keys(doc.doc_id, blocks)
-            row += count
+        pieces: list[npt.NDArray[np.float32]] = []
+        key_pieces: list[npt.NDArray[np.uint64]] = []
+        per_block: list[npt.NDArray[np.int64]] = []
+        for i, (doc, blocks, item, rows) in enumerate(
+            zip(documents, layouts, work, vectors, strict=True)
+        ):
+            counts = None if part_counts is None else part_counts[i]
+            ordered, keys, parts = _vector_rows(doc, blocks, rows, counts)
+            if counts is None and isinstance(item, PreparedDocument):
+                keys = item.keys
+            pieces.append(ordered)
+            key_pieces.append(keys)
+            per_block.append(parts)
+        matrix = np.concatenate(pieces) if pieces else np.zeros((0, dim), np.float32)
+        all_keys = np.concatenate(key_pieces) if key_pieces else np.zeros(0, np.uint64)
+        parts_per_block = np.concatenate(per_block) if per_block else np.zeros(0, np.int64)
+        part_blocks = None
+        if part_counts is not None:
+            n_vectors = len(matrix)
+            part_blocks = np.repeat(np.arange(n_blocks, dtype=np.uint32), parts_per_block)
         vector_sizes, kind, graph_build = write_vectors(
             directory,
             matrix,
-            keys,
+            all_keys,
             exact_search_max_blocks=exact_search_max_blocks,
             parent=_graph_parent(parent, manifest),
+            part_blocks=part_blocks,
         )
         sizes.update(vector_sizes)
+        if probes is not None:
+            row_start = np.concatenate([[0], np.cumsum(parts_per_block)]).astype(np.int64)
+            floor = calibrate_floor(
+                best_block_scores(
+                    matrix.astype(np.float16), row_start, np.asarray(probes), layout.scoring
+                ),
+                manifest.retrieval.min_similarity if manifest.retrieval else 0.0,
+                probes_version,
+            )
     header = SnapshotHeader(
         tokenizer_version=TOKENIZER_VERSION,
         n_documents=len(documents),
@@ -317,6 +426,8 @@ def _build(
         exact_search_max_blocks=exact_search_max_blocks,
         bm25=bm25_stats,
         graph_from_parent=graph_build is not None and graph_build.from_parent,
+        n_vectors=n_vectors,
+        part_scoring=layout.scoring,
     )
     sizes[HEADER] = write_new_file(directory / HEADER, msgspec.msgpack.encode(header))
     fsync_dir(directory)
@@ -335,6 +446,7 @@ def _build(
         vector_index=kind,
         stats=msgspec.structs.replace(manifest.stats, blocks_indexed=n_blocks),
         vector_graph=graph_build,
+        similarity_floor=floor if floor is not None else manifest.similarity_floor,
         files=dict(sorted(sizes.items())),
         content_hash="",
     )
@@ -388,6 +500,10 @@ def _graph_parent(parent: Path | None, manifest: SnapshotManifest) -> Path | Non
     except SnapshotError:
         return None
     if parent_manifest.vector_index != "hnsw" or parent_manifest.embedding != manifest.embedding:
+        return None
+    if (parent_manifest.vector_layout or VectorLayout()) != (
+        manifest.vector_layout or VectorLayout()
+    ):
         return None
     return parent
 
@@ -484,6 +600,8 @@ class Snapshot:
                 n_blocks=h.n_blocks,
                 dim=h.dim,
                 exact_search_max_blocks=h.exact_search_max_blocks,
+                part_blocks=m.get(PART_BLOCKS) if h.n_vectors else None,
+                scoring=h.part_scoring,
             )
 
     def close(self) -> None:
@@ -630,8 +748,18 @@ class Snapshot:
             raise SnapshotError(f"{self.path}: snapshot has no vectors")
         return self._vectors.search(query, k, store.ranges(docs))
 
+    def doc_part_counts(self, doc: int) -> npt.NDArray[np.int64] | None:
+        """How many vectors each block of document `doc` has, in block order; None when the
+        snapshot keeps one vector per block."""
+        store = self._store()
+        if self._vectors is None or not self.header.n_vectors:
+            return None
+        info = store.documents[doc]
+        return self._vectors.part_counts(info.block_start, info.block_start + info.block_count)
+
     def doc_vectors(self, doc: int) -> npt.NDArray[np.float32]:
-        """[block_count, dim] float32 copy of a document's stored (float16) vectors.
+        """[block_count, dim] float32 copy of a document's stored (float16) vectors (with
+        several per block: [parts, dim], see `doc_part_counts`).
 
         Feeding them back into build_snapshot reproduces the stored rows bit for bit.
         """

@@ -4,7 +4,10 @@
 usearch's brute-force cosine over it (measured faster than numpy here). Above
 `exact_search_max_blocks` a usearch HNSW graph (`vectors.usearch`, opened as a memory-mapped
 view) is added; it is extended from the parent's graph, never rebuilt, when the parent has one.
-`vector_keys.u64`/`vector_ordinals.u32` map stable keys to ordinals. Graphs are built with
+`vector_keys.u64`/`vector_ordinals.u32` map stable keys to rows. A snapshot with several
+vectors per block (sentence windows) has one row per part, parts of a block adjacent and in
+block order, and `vector_blocks.u32` names each row's block; a block then scores by its best
+parts and the search still returns blocks. Graphs are built with
 every core: the bytes then differ from build to build (the manifest's `vector_graph` says how
 a graph was built), but a built graph never changes and is searched on one thread, so the same
 snapshot and query always give the same blocks.
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import math
 import os
 from importlib import metadata
@@ -28,12 +32,13 @@ if TYPE_CHECKING:
     from usearch.index import Index, Matches
 
 from index.fsutil import Mapped, close_map, fsync_file, map_file, write_new_file
-from index.records import GraphBuild
+from index.records import GraphBuild, PartScoring, SimilarityFloor
 
 MATRIX = "vectors.f16"
 KEYS = "vector_keys.u64"
 ORDINALS = "vector_ordinals.u32"
 GRAPH = "vectors.usearch"
+PART_BLOCKS = "vector_blocks.u32"  # block ordinal of each row, only with several per block
 
 VectorKind = Literal["exact", "hnsw", "none"]
 
@@ -80,6 +85,12 @@ def vector_key(doc_id: str, block_id: str) -> int:
     return int.from_bytes(digest, "little") & 0x7FFF_FFFF_FFFF_FFFF
 
 
+def part_key(doc_id: str, block_id: str, part: int) -> int:
+    """A stable 63-bit key for part `part` of a block with several vectors."""
+    digest = hashlib.blake2b(f"{doc_id}\x00{block_id}\x00{part}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") & 0x7FFF_FFFF_FFFF_FFFF
+
+
 def write_vectors(
     directory: Path,
     matrix: npt.NDArray[np.float32],
@@ -88,8 +99,10 @@ def write_vectors(
     exact_search_max_blocks: int,
     parent: Path | None = None,
     threads: int | None = None,
+    part_blocks: npt.NDArray[np.uint32] | None = None,
 ) -> tuple[dict[str, int], VectorKind, GraphBuild | None]:
-    """Write the vector files for `matrix` (row = ordinal) whose block keys are `keys`.
+    """Write the vector files for `matrix` (row = ordinal, or = part when `part_blocks` gives
+    each row's block ordinal, non-decreasing) whose keys are `keys`; the threshold counts rows.
 
     `parent` is a snapshot directory with an HNSW graph of the same embedding; when given and
     an HNSW graph is needed, the parent's graph is loaded (the parent file is only read), keys
@@ -110,6 +123,14 @@ def write_vectors(
         KEYS: write_new_file(directory / KEYS, sorted_keys.astype("<u8").tobytes()),
         ORDINALS: write_new_file(directory / ORDINALS, order.astype("<u4").tobytes()),
     }
+    if part_blocks is not None:
+        if len(part_blocks) != n or (
+            n > 1 and bool(np.any(np.diff(part_blocks.astype(np.int64)) < 0))
+        ):
+            raise ValueError("part_blocks must name one block per row, in block order")
+        sizes[PART_BLOCKS] = write_new_file(
+            directory / PART_BLOCKS, part_blocks.astype("<u4").tobytes()
+        )
     if n <= exact_search_max_blocks:
         return sizes, "exact", None
     threads = threads or build_threads()
@@ -196,7 +217,11 @@ def _kept_from_parent(
 
 
 class VectorIndex:
-    """Read side: exact search over the mapped matrix, HNSW over the mapped graph when present."""
+    """Read side: exact search over the mapped matrix, HNSW over the mapped graph when present.
+
+    With several vectors per block (`part_blocks`), rows are parts: a block scores by its
+    best part ("max") or the mean of its best two ("top2_mean"), and search returns blocks.
+    """
 
     def __init__(
         self,
@@ -208,17 +233,30 @@ class VectorIndex:
         n_blocks: int,
         dim: int,
         exact_search_max_blocks: int,
+        part_blocks: Mapped | None = None,
+        scoring: PartScoring = "max",
     ) -> None:
         self.dim = dim
         self.n_blocks = n_blocks
         self.exact_search_max_blocks = exact_search_max_blocks
+        self.scoring: PartScoring = scoring
+        self._part_blocks: npt.NDArray[np.uint32] | None = None
+        self._row_start = np.arange(n_blocks + 1, dtype=np.int64)
+        if part_blocks is not None:
+            self._part_blocks = np.frombuffer(part_blocks, dtype="<u4")
+            self._row_start = np.searchsorted(
+                self._part_blocks, np.arange(n_blocks + 1, dtype=np.uint32)
+            ).astype(np.int64)
+            if len(self._part_blocks) and int(self._part_blocks[-1]) >= n_blocks:
+                raise ValueError("vector_blocks names a block beyond the snapshot")
+        self.n_rows = int(self._row_start[-1])
         self._matrix: npt.NDArray[np.float16] = np.frombuffer(matrix, dtype="<f2").reshape(
-            n_blocks, dim
+            self.n_rows, dim
         )
         self._keys: npt.NDArray[np.uint64] = np.frombuffer(keys, dtype="<u8")
         self._ordinals: npt.NDArray[np.uint32] = np.frombuffer(ordinals, dtype="<u4")
-        if len(self._keys) != n_blocks or len(self._ordinals) != n_blocks:
-            raise ValueError("vector key map does not match the number of blocks")
+        if len(self._keys) != self.n_rows or len(self._ordinals) != self.n_rows:
+            raise ValueError("vector key map does not match the number of vectors")
         self._graph: Index | None = None
         if graph_path is not None:
             graph = load_usearch().index.Index.restore(str(graph_path), view=True)
@@ -239,10 +277,15 @@ class VectorIndex:
         self._matrix = np.zeros((0, self.dim), dtype=np.float16)
         self._keys = np.zeros(0, dtype=np.uint64)
         self._ordinals = np.zeros(0, dtype=np.uint32)
+        self._part_blocks = None if self._part_blocks is None else np.zeros(0, dtype=np.uint32)
 
     def rows(self, start: int, end: int) -> npt.NDArray[np.float32]:
-        """A float32 copy of the stored vectors of ordinals [start, end)."""
-        return self._matrix[start:end].astype(np.float32)
+        """A float32 copy of the stored vectors of block ordinals [start, end) (every part)."""
+        return self._matrix[self._row_start[start] : self._row_start[end]].astype(np.float32)
+
+    def part_counts(self, start: int, end: int) -> npt.NDArray[np.int64]:
+        """How many vectors each block of ordinals [start, end) has."""
+        return np.diff(self._row_start[start : end + 1])
 
     def search(
         self,
@@ -250,15 +293,59 @@ class VectorIndex:
         k: int,
         ranges: list[tuple[int, int]] | None = None,
     ) -> list[tuple[int, float]]:
-        """Top `k` (ordinal, cosine similarity), similarity desc, ties by ordinal asc."""
+        """Top `k` (block ordinal, score), score desc, ties by ordinal asc. The score is the
+        cosine similarity of the query and the block's vector, or of its best parts."""
         if query.shape != (self.dim,):
             raise ValueError(f"query has shape {query.shape}, expected ({self.dim},)")
         if ranges is None:
             ranges = [(0, self.n_blocks)] if self.n_blocks else []
+        q = np.ascontiguousarray(query, dtype=np.float16)
+        if self._part_blocks is None:
+            return self._search_rows(q, k, ranges)
+        starts = self._row_start
+        row_ranges = [(int(starts[a]), int(starts[b])) for a, b in ranges if b > a]
+        rows = sum(b - a for a, b in row_ranges)
+        if k <= 0 or rows == 0:
+            return []
+        per_block = math.ceil(self.n_rows / max(1, self.n_blocks))
+        fetch = min(rows, k * per_block + _TIE_MARGIN)
+        while True:
+            hits = self._search_rows(q, fetch, row_ranges)
+            ranked = self._block_scores(q, hits)
+            # A block not fetched has no part above the fetched tail, so no score above it:
+            # the top k are final once the k-th is strictly above the tail.
+            tail = hits[-1][1] if hits else -math.inf
+            if len(hits) < fetch or fetch >= rows:
+                break
+            if len(ranked) >= k and ranked[k - 1][1] > tail:
+                break
+            fetch = min(rows, fetch * 4)
+        return ranked[:k]
+
+    def _block_scores(
+        self, q: npt.NDArray[np.float16], hits: list[tuple[int, float]]
+    ) -> list[tuple[int, float]]:
+        """The blocks of the fetched parts, each scored from all of its parts."""
+        assert self._part_blocks is not None
+        best: dict[int, float] = {}
+        for row, similarity in hits:  # best first: a block's first hit is its best part
+            best.setdefault(int(self._part_blocks[row]), similarity)
+        if self.scoring == "top2_mean" and best:
+            qf = q.astype(np.float32)
+            qf /= float(np.linalg.norm(qf)) or 1.0
+            for block in best:
+                part = self._matrix[self._row_start[block] : self._row_start[block + 1]]
+                sims = _cosines(part, qf)
+                best[block] = float(np.sort(sims)[-2:].mean())
+        return sorted(best.items(), key=lambda entry: (-entry[1], entry[0]))
+
+    def _search_rows(
+        self, q: npt.NDArray[np.float16], k: int, ranges: list[tuple[int, int]]
+    ) -> list[tuple[int, float]]:
+        """Top `k` (row, cosine similarity) within row `ranges`."""
         rows = sum(end - start for start, end in ranges)
         if k <= 0 or rows == 0:
             return []
-        q = np.ascontiguousarray(query, dtype=np.float16)
         if self._graph is None or rows <= self.exact_search_max_blocks:
             return self._exact(q, k, ranges)
         return self._approximate(q, k, ranges, rows)
@@ -287,13 +374,14 @@ class VectorIndex:
         self, q: npt.NDArray[np.float16], k: int, ranges: list[tuple[int, int]], rows: int
     ) -> list[tuple[int, float]]:
         assert self._graph is not None
-        scoped = rows < self.n_blocks
-        mask = np.zeros(self.n_blocks, dtype=np.bool_)
+        n = self.n_rows
+        scoped = rows < n
+        mask = np.zeros(n, dtype=np.bool_)
         for start, end in ranges:
             mask[start:end] = True
         # Over-fetch in proportion to how much of the collection is out of scope, widening
         # until k hits are in scope or the whole graph has been returned.
-        fetch = min(self.n_blocks, k * math.ceil(self.n_blocks / rows) * (2 if scoped else 1))
+        fetch = min(n, k * math.ceil(n / rows) * (2 if scoped else 1))
         while True:
             matches = _single(self._graph.search(q, fetch, threads=1))
             keys = matches.keys
@@ -301,10 +389,63 @@ class VectorIndex:
             ordinals = self._ordinals[np.minimum(position, len(self._keys) - 1)].astype(np.uint64)
             valid = self._keys[np.minimum(position, len(self._keys) - 1)] == keys
             keep = valid & mask[ordinals]
-            if int(keep.sum()) >= k or fetch >= self.n_blocks:
+            if int(keep.sum()) >= k or fetch >= n:
                 break
-            fetch = min(self.n_blocks, fetch * 4)
+            fetch = min(n, fetch * 4)
         return _ranked(ordinals[keep], matches.distances[keep], k)
+
+
+def _cosines(
+    rows: npt.NDArray[np.float16], unit_query: npt.NDArray[np.float32]
+) -> npt.NDArray[np.float32]:
+    """Cosine similarity of each float16 row with a unit-length float32 query."""
+    block = rows.astype(np.float32)
+    norms = np.linalg.norm(block, axis=1)
+    norms[norms == 0] = 1.0
+    out: npt.NDArray[np.float32] = (block @ unit_query) / norms
+    return out
+
+
+def best_block_scores(
+    matrix: npt.NDArray[np.float16],
+    row_start: npt.NDArray[np.int64],
+    probes: npt.NDArray[np.float32],
+    scoring: PartScoring,
+) -> npt.NDArray[np.float64]:
+    """For each probe vector, the best score any block reaches against it (exact, whole
+    collection): what `VectorIndex.search` would rank first. Deterministic; chunked so the
+    float32 working set stays small."""
+    n_rows = len(matrix)
+    units = np.asarray(probes, dtype=np.float32)
+    units = units / np.maximum(np.linalg.norm(units, axis=1, keepdims=True), 1e-12)
+    best = np.full(len(units), -1.0, dtype=np.float64)
+    if n_rows == 0 or len(units) == 0:
+        return best
+    chunk = 32_768
+    # Work in whole blocks so a block's parts are never split across chunks.
+    bounds = np.searchsorted(row_start, np.arange(0, n_rows, chunk), side="right") - 1
+    edges = sorted({int(row_start[b]) for b in bounds} | {n_rows})
+    for lo, hi in itertools.pairwise(edges):
+        rows = matrix[lo:hi].astype(np.float32)
+        norms = np.linalg.norm(rows, axis=1)
+        norms[norms == 0] = 1.0
+        sims = (units @ rows.T) / norms  # [probes, rows]
+        if scoring == "max" or len(row_start) - 1 == n_rows:
+            best = np.maximum(best, sims.max(axis=1))
+            continue
+        first = int(np.searchsorted(row_start, lo))
+        last = int(np.searchsorted(row_start, hi))
+        starts = row_start[first:last] - lo
+        counts = np.diff(np.append(starts, hi - lo))
+        top = np.maximum.reduceat(sims, starts, axis=1)
+        # The second best part of each block: the best once its best is masked out (a tie
+        # at the best is its own second).
+        at_top = sims >= np.repeat(top, counts, axis=1)
+        tied = np.add.reduceat(at_top.astype(np.int32), starts, axis=1) > 1
+        second = np.maximum.reduceat(np.where(at_top, -np.inf, sims), starts, axis=1)
+        second = np.where(tied | (counts[None, :] == 1), top, second)
+        best = np.maximum(best, ((top + second) / 2).max(axis=1))
+    return best
 
 
 def _single(matches: object) -> Matches:
@@ -323,3 +464,28 @@ def _ranked(
 ) -> list[tuple[int, float]]:
     order = np.lexsort((ordinals, distances))[:k]
     return [(int(ordinals[i]), 1.0 - float(distances[i])) for i in order]
+
+
+# The floor sits this far above the best score any nonsense probe reached: a probe is a sample
+# of unrelated text, and the query that hits the floor must beat every sample, not their mean.
+FLOOR_MARGIN = 0.02
+
+
+def calibrate_floor(
+    best: npt.NDArray[np.float64], min_similarity: float, probes_version: str = ""
+) -> SimilarityFloor:
+    """The similarity floor from the probes' best block scores (`best_block_scores`)."""
+    values = np.round(np.asarray(best, dtype=np.float64), 6)
+    if not len(values):
+        raise ValueError("no probes to calibrate the similarity floor with")
+    top = float(values.max())
+    return SimilarityFloor(
+        probes=len(values),
+        probes_version=probes_version,
+        mean=round(float(values.mean()), 6),
+        std=round(float(values.std()), 6),
+        p95=round(float(np.percentile(values, 95)), 6),
+        max=top,
+        threshold=round(max(min_similarity, top + FLOOR_MARGIN), 6),
+        rule=f"max(min_similarity, max probe score + {FLOOR_MARGIN})",
+    )
