@@ -149,7 +149,7 @@ class App(TraceMethods):
         warmed after `warm_parse_workers_after` seconds. Leaving the block pauses a running
         import (its journal keeps it: the next start resumes it), then writes what the trace
         writer still holds, then closes the embedding provider."""
-        from actors.tracing import open_app_trace_writer
+        from actors.trace_setup import open_app_trace_writer
 
         if self._tasks is not None:
             raise RuntimeError("the app is already running")
@@ -567,7 +567,11 @@ class App(TraceMethods):
         collection_unavailable, saying what is damaged and how to repair it).
         """
         from actors.tool_calls import call_tool
+        from engine.tokens import preload
 
+        # Every result carries its token estimate: the tokenizer loads in the background while
+        # the snapshot opens and the query is embedded (both release the GIL).
+        preload()
         counter = await anyio.to_thread.run_sync(self.counter)
         limit = self.config.retrieval.max_query_chars
         catalog = self.catalog(collection)

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
@@ -28,8 +26,13 @@ from actors.harness import open_request
 from actors.history import cited_evidence
 from actors.spending import spending_for
 from actors.trace_compare import RerunEstimate, TraceComparison, compare_traces, rerun_estimate
+from actors.trace_setup import (
+    key_values,
+    open_app_trace_writer,
+    open_store,
+)
 from actors.trace_story import StoryBlock, StoryInputs, TraceStory, build_story, observation_of
-from actors.trace_writer import TraceWriter, open_trace_writer
+from actors.trace_writer import TraceWriter
 from engine.chat import ChatClient
 from engine.config import Config, dump_config
 from engine.errors import (
@@ -42,7 +45,6 @@ from engine.harness import Budgets, EarlierTurn, Event, Limits, Request, run_man
 from engine.harness.citations import resolve
 from engine.prompts.bundle import PromptBundle
 from engine.prompts.registry import BundleRegistry, active_bundle
-from engine.secrets import ENV_NAMES, get_key
 from engine.tools import ToolContext, ToolOutcome, run_tool
 from engine.trace import (
     BundleReport,
@@ -60,7 +62,6 @@ from engine.trace import (
     TraceStore,
     TraceSummary,
     evidence_replay,
-    exporter_from_environment,
     from_harness,
     manifest_hash,
     normalized,
@@ -76,23 +77,12 @@ from engine.trace import (
 from engine.trace import model as m
 from engine.trace.model import REQUEST_ID
 from engine.trace.store import TraceOrder
-from engine.versions import app_version
 
 if TYPE_CHECKING:  # an import's types only: the app opens its trace writer without the pipeline
     from actors.ingest import ImportProgress, ImportResult
 
-TRACES_DIR = "traces"
 BUNDLES_DIR = "bundles"
 MAX_RERUNS = 50
-
-
-def traces_root(app: App) -> Path:
-    return app.data.root / TRACES_DIR
-
-
-def open_store(app: App) -> TraceStore:
-    """The app's trace store (raises TraceStoreError when it cannot be opened)."""
-    return TraceStore(traces_root(app))
 
 
 def _store(app: App) -> TraceStore:
@@ -102,38 +92,7 @@ def _store(app: App) -> TraceStore:
         raise AppError(str(exc)) from None
 
 
-def key_values() -> list[str]:
-    """Every API key value this process could know: to be kept out of traces and bundles."""
-    values: list[str] = []
-    for name, env in ENV_NAMES.items():
-        try:
-            stored = get_key(name)
-        except Exception:  # a broken keyring backend: the environment is still checked
-            stored = None
-        for value in (stored, os.environ.get(env)):
-            if value and value not in values:
-                values.append(value)
-    return values
-
-
 # -- recording ---------------------------------------------------------------------------------
-
-
-@asynccontextmanager
-async def open_app_trace_writer(app: App, **overrides: Any) -> AsyncIterator[TraceWriter]:
-    """A trace writer with the app's [trace] settings and, when the standard OTEL_* variables
-    ask for it, OTLP export. Leaving the block writes what is queued."""
-    t = app.config.trace
-    options: dict[str, Any] = {
-        "mode": t.mode,
-        "retention_days": t.retention_days,
-        "max_bytes": t.max_megabytes * 1024 * 1024,
-        "exporter": exporter_from_environment(service_version=app_version()),
-        "secrets": key_values,
-    }
-    options.update(overrides)
-    async with open_trace_writer(partial(open_store, app), **options) as writer:
-        yield writer
 
 
 @asynccontextmanager
