@@ -85,6 +85,7 @@ BENCHMARKS: dict[str, str] = {
     "text_quality": "bench.bench_text_quality:text_quality",
     "ocr": "bench.bench_ocr:ocr_recall",
     "ocr_import": "bench.bench_ocr:ocr_import",
+    "cold_start": "bench.bench_startup:cold_start",
     "resume_reuse": "bench.bench_resume:resume_reuse",
 }
 
