@@ -45,6 +45,8 @@ from engine.embedding import (
     EmbedProgress,
     embed_texts,
 )
+from engine.embedding.probes import PROBES_VERSION, probe_texts
+from engine.embedding.windows import layout_for, part_texts
 from engine.file_access import read_failure
 from engine.parsing import PARSER_VERSIONS, ParseError, ParseLimits, ocr_engine_version
 from engine.paths import DataDir
@@ -100,6 +102,7 @@ class _Embedded:
     vectors: np.ndarray
     reused: bool = False
     prepared: PreparedDocument | None = None
+    part_counts: np.ndarray | None = None  # vectors per block, with several per block
 
 
 @dataclass
@@ -131,12 +134,20 @@ def record_from_snapshot(snap: Snapshot, doc: int) -> DocumentRecord:
 
 def _carried_documents(
     parent: Snapshot, docs: Sequence[tuple[str, int]]
-) -> dict[str, tuple[DocumentRecord, np.ndarray]]:
-    """The record and vectors of each (source, document number) of `parent`, in one pass
-    (one thread hop for the whole collection rather than two per document)."""
-    return {
+) -> tuple[dict[str, tuple[DocumentRecord, np.ndarray]], dict[str, np.ndarray | None]]:
+    """The record and vectors of each (source, document number) of `parent`, and its vectors
+    per block (None: one each), in one pass (one thread hop for the whole collection rather
+    than two per document)."""
+    records = {
         source: (record_from_snapshot(parent, doc), parent.doc_vectors(doc)) for source, doc in docs
     }
+    return records, {source: parent.doc_part_counts(doc) for source, doc in docs}
+
+
+def _counts_of(counts: np.ndarray | None, record: DocumentRecord) -> np.ndarray:
+    """A document's vectors per block; a document without counts has one vector per block
+    (it cannot happen for a sentence layout, whose documents all carry counts)."""
+    return counts if counts is not None else np.ones(len(record.blocks), dtype=np.int64)
 
 
 def merged_job(
@@ -186,6 +197,7 @@ class Ingest:
         self.documents = DocumentCache(data.document_cache)
         self.embedder = embedder
         self.embedding_cache = embedding_cache
+        self.layout = layout_for(embedder.spec.provider, config.embedding.granularity)
         self.counter = counter
         self.gate = gate or PauseGate()
         self.report = ProgressReporter(
@@ -230,7 +242,9 @@ class Ingest:
             parent_docs = (
                 None
                 if parent is None
-                else parent_documents(parent.documents, parent.manifest, self.embedder.spec)
+                else parent_documents(
+                    parent.documents, parent.manifest, self.embedder.spec, self.layout
+                )
             )
             async with anyio.create_task_group() as ticking:
                 ticking.start_soon(self._tick)
@@ -396,6 +410,22 @@ class Ingest:
         await anyio.to_thread.run_sync(self.documents.put, key, record)
         return _Parsed(target, record, prepared=finished.prepared)
 
+    async def _probe_vectors(self) -> np.ndarray | None:
+        """The calibration probes (engine/embedding/probes.py) embedded like queries, from the
+        cache after the first build; None when the provider fails on them (the snapshot then
+        keeps retrieval.min_similarity as its only floor)."""
+        try:
+            outcome = await embed_texts(
+                self.embedder,
+                self.embedding_cache,
+                probe_texts(),
+                batch_size=self.config.embedding.batch_size,
+                concurrency=self.config.embedding.concurrency,
+            )
+        except EmbeddingError:
+            return None
+        return outcome.vectors
+
     async def _embed_stage(
         self,
         inbox: ObjectReceiveStream[_Parsed],
@@ -410,11 +440,23 @@ class Ingest:
                     doc = parent.doc_ordinal(item.record.doc_id)
                     assert doc is not None
                     vectors = await anyio.to_thread.run_sync(parent.doc_vectors, doc)
-                    await out.send(_Embedded(item.target, item.record, vectors, reused=True))
+                    counts = parent.doc_part_counts(doc)
+                    await out.send(
+                        _Embedded(
+                            item.target, item.record, vectors, reused=True, part_counts=counts
+                        )
+                    )
                     continue
                 self.report.document(item.target.source, "embedding")
-                texts = [embedding_text(item.record, i) for i in range(len(item.record.blocks))]
-                embedded = _EmbeddingProgress(self.report, item.target.source, item.record)
+                counts = None
+                if self.layout.granularity == "block":
+                    n = len(item.record.blocks)
+                    texts = [embedding_text(item.record, i) for i in range(n)]
+                else:
+                    texts, counts = part_texts(item.record, self.layout)
+                embedded = _EmbeddingProgress(
+                    self.report, item.target.source, item.record, len(texts)
+                )
                 try:
                     outcome = await embed_texts(
                         self.embedder,
@@ -424,18 +466,33 @@ class Ingest:
                         concurrency=self.config.embedding.concurrency,
                         on_progress=embedded.batch_done,
                         before_batch=self.gate.wait,
+                        granularity=self.layout.granularity,
                     )
                 except EmbeddingError as exc:
                     self._fail(batch, item.target, "embed", exc.code, exc.message)
                     continue
+                # Counted in blocks: with several vectors per block, a document is a cache hit
+                # when every one of its windows was.
+                n = len(item.record.blocks)
+                hits = (
+                    outcome.cache_hits
+                    if counts is None
+                    else (n if outcome.cache_hits == len(texts) else 0)
+                )
                 batch.stats = msgspec.structs.replace(
                     batch.stats,
-                    blocks_embedded=batch.stats.blocks_embedded + len(texts) - outcome.cache_hits,
+                    blocks_embedded=batch.stats.blocks_embedded + n - hits,
                     embedding_tokens=batch.stats.embedding_tokens + outcome.tokens,
-                    embedding_cache_hits=batch.stats.embedding_cache_hits + outcome.cache_hits,
+                    embedding_cache_hits=batch.stats.embedding_cache_hits + hits,
                 )
                 await out.send(
-                    _Embedded(item.target, item.record, outcome.vectors, prepared=item.prepared)
+                    _Embedded(
+                        item.target,
+                        item.record,
+                        outcome.vectors,
+                        prepared=item.prepared,
+                        part_counts=counts,
+                    )
                 )
 
     async def _collect_stage(self, inbox: ObjectReceiveStream[_Embedded], batch: _Batch) -> None:
@@ -487,11 +544,15 @@ class Ingest:
             )
 
         documents: dict[str, tuple[DocumentRecord, np.ndarray]] = {}
+        part_counts: dict[str, np.ndarray | None] = {}  # by source
         if parent is not None and plan.parent_files_reusable:
-            documents = await anyio.to_thread.run_sync(_carried_documents, parent, plan.carried)
+            documents, part_counts = await anyio.to_thread.run_sync(
+                _carried_documents, parent, plan.carried
+            )
         carried = [r for r, _ in documents.values()]
         for source, item in batch.ok.items():
             documents[source] = (item.record, item.vectors)
+            part_counts[source] = item.part_counts
         ordered = _unique_doc_ids([documents[s] for s in sorted(documents)])
         # A person's edits of titles and aliases outlive the records they were made on.
         edited = Overrides(self.data, self.collection).apply([r for r, _ in ordered])
@@ -527,6 +588,7 @@ class Ingest:
             tokenizer_version=f"{TOKENIZER_VERSION}+{self.counter.version}",
             retrieval=retrieval_params(self.config.retrieval),
             stats=stats,
+            vector_layout=self.layout,
         )
         if status == "failed":
             await anyio.to_thread.run_sync(self.catalog.record_failed, manifest)
@@ -542,6 +604,10 @@ class Ingest:
                 message="no document could be imported; the active snapshot is unchanged",
                 documents_resumed=batch.resumed,
             )
+        counts = None
+        if self.layout.granularity != "block":
+            counts = [_counts_of(part_counts.get(r.source), r) for r, _ in ordered]
+        probes = await self._probe_vectors()
         with self.catalog.building(directory):
             final = await anyio.to_thread.run_sync(
                 lambda: build_snapshot(
@@ -556,6 +622,9 @@ class Ingest:
                     k1=self.config.retrieval.bm25_k1,
                     b=self.config.retrieval.bm25_b,
                     exact_search_max_blocks=self.config.retrieval.exact_search_max_blocks,
+                    part_counts=counts,
+                    probes=probes,
+                    probes_version=PROBES_VERSION,
                 )
             )
         await anyio.to_thread.run_sync(self.catalog.activate, final.snapshot_id)
@@ -606,19 +675,21 @@ class _EmbeddingProgress:
     DeepSeek-tokenizer count of the blocks embedded (per block on average: batches finish in
     any order)."""
 
-    def __init__(self, report: ProgressReporter, source: str, record: DocumentRecord) -> None:
+    def __init__(
+        self, report: ProgressReporter, source: str, record: DocumentRecord, texts: int
+    ) -> None:
         self._report = report
         self._source = source
         blocks = record.blocks
         self._per_block = sum(b.tokens for b in blocks) / len(blocks) if blocks else 0.0
+        # Windows are reported as the share of blocks they stand for.
+        self._blocks_per_text = len(blocks) / texts if texts else 1.0
 
     def batch_done(self, progress: EmbedProgress) -> None:
-        tokens = progress.tokens or round(
-            (progress.texts_done - progress.cache_hits) * self._per_block
-        )
-        self._report.embedding(
-            self._source, progress.texts_done, tokens, cached=progress.cache_hits
-        )
+        done = round(progress.texts_done * self._blocks_per_text)
+        cached = round(progress.cache_hits * self._blocks_per_text)
+        tokens = progress.tokens or round((done - cached) * self._per_block)
+        self._report.embedding(self._source, done, tokens, cached=cached)
 
 
 def _prepared_for(

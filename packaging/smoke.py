@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 import tomllib
+import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -51,6 +52,10 @@ WORKER_ARGS = ["-u", "-m", "anyio.to_process"]  # how a frozen app starts its pa
 COOKIE_NAME = "citewise_session"  # web/security.py (not imported: it is the app's code)
 SMOKE_KEY = "sk-citewise-smoke-0123456789abcdef"  # stored and removed again by check_keys
 RUN_TIMEOUT_S = 300
+# Windows' MAX_PATH is 260 characters: Explorer's "Extract All" cannot write a longer path.
+# Inside the unzipped Citewise-<version> folder, paths stay under this, which leaves 100 for
+# where a person unzips it (C:\Users\<name>\Downloads\Citewise-0.1.0-windows-x64\ is ~60).
+MAX_INSIDE_PATH = 160
 
 
 class SmokeFailure(AssertionError):
@@ -313,6 +318,16 @@ class Smoke:
         models = sorted((internal / "rapidocr_onnxruntime" / "models").glob("*.onnx"))
         expect(len(models) >= 3, f"the OCR models (det, rec, cls .onnx) are missing: {models}")
         expect(any(internal.rglob("tokenizer.json")), "DeepSeek's tokenizer.json is missing")
+        longest = max(
+            (p for p in self.app.folder.rglob("*") if p.is_file()),
+            key=lambda p: len(str(p.relative_to(self.app.folder))),
+        )
+        inside = len(f"Citewise-{self.app.version}\\{longest.relative_to(self.app.folder)}")
+        expect(
+            inside <= MAX_INSIDE_PATH,
+            f"{longest} makes a {inside}-character path inside the release folder, more than "
+            f"{MAX_INSIDE_PATH}: unzipped in a user's folder it passes Windows' 260",
+        )
         if WINDOWS:
             expect(self.app.windowed and self.app.windowed.is_file(), "Citewise.exe is missing")
             for dll in ("Microsoft.Web.WebView2.Core.dll", "Python.Runtime.dll"):
@@ -534,9 +549,24 @@ class Smoke:
         finally:
             shutil.rmtree(side, ignore_errors=WINDOWS)  # an antivirus may still hold a file
 
+    def check_release_zip(self) -> None:
+        """The zip build.ps1 wrote beside the folder: everything under Citewise-<version>/."""
+        top = f"Citewise-{self.app.version}"
+        target = self.app.folder.parent / f"{top}-windows-x64.zip"
+        expect(target.is_file(), f"no release zip at {target}")
+        with zipfile.ZipFile(target) as archive:
+            names = archive.namelist()
+            expect(all(n.startswith(top + "/") for n in names), f"names outside {top}/")
+            expect(f"{top}/Citewise.exe" in names, "Citewise.exe is not in the zip")
+            recorded = archive.read(f"{top}/BUILD_ID").decode().strip()
+        expect(recorded == self.app.build_id, "the zip holds another build than the folder")
+        files = sum(1 for p in self.app.folder.rglob("*") if p.is_file())
+        expect(len(names) == files, f"the zip has {len(names)} files, the folder {files}")
+
     CHECKS = (
         "check_version",
         "check_bundled_files",
+        *(("check_release_zip",) if WINDOWS else ()),  # build.sh writes no zip
         "check_import",
         "check_status_and_ocr",
         "check_ask",

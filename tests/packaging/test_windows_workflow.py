@@ -103,6 +103,9 @@ def test_both_jobs_run_the_smoke_script_the_linux_test_runs() -> None:
 def test_the_test_selection_plugin_exists_and_names_tests_that_exist() -> None:
     [pytest_run] = [r for r in runs("windows") if "pytest" in r]
     words = shlex.split(pytest_run)
+    # `python -m` puts the checkout on sys.path before pytest imports `-p` plugins (pytest's
+    # own `pythonpath` setting comes later)
+    assert words[:3] == ["python", "-m", "pytest"]
     assert words[words.index("-p") + 1] == windows_selection.__name__
     for nodeid, reason in windows_selection.LINUX_ONLY.items():
         path, _, name = nodeid.partition("::")
