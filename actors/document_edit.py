@@ -82,6 +82,8 @@ def _rebuild(catalog: Catalog, parent: Snapshot, edited: int, record: DocumentRe
         for i in range(len(parent.documents))
     ]
     vectors = [parent.doc_vectors(i) for i in range(len(parent.documents))]
+    found = [parent.doc_part_counts(i) for i in range(len(parent.documents))]
+    counts = [c for c in found if c is not None]
     snapshot_id, directory = catalog.new_build_dir()
     manifest = msgspec.structs.replace(
         m,
@@ -107,6 +109,7 @@ def _rebuild(catalog: Catalog, parent: Snapshot, edited: int, record: DocumentRe
             k1=m.retrieval.bm25_k1,
             b=m.retrieval.bm25_b,
             exact_search_max_blocks=m.retrieval.exact_search_max_blocks,
+            part_counts=counts if len(counts) == len(found) and counts else None,
         )
     return final.snapshot_id
 

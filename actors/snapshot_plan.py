@@ -13,7 +13,13 @@ from collections.abc import Iterable, Mapping, Sequence
 import msgspec
 
 from index.blockstore import DocumentInfo
-from index.records import EmbeddingSpec, FailedDocument, SnapshotManifest, SnapshotStatus
+from index.records import (
+    EmbeddingSpec,
+    FailedDocument,
+    SnapshotManifest,
+    SnapshotStatus,
+    VectorLayout,
+)
 
 
 class ParentDocuments(msgspec.Struct, frozen=True, kw_only=True):
@@ -35,14 +41,19 @@ class ParentDocuments(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def parent_documents(
-    documents: Sequence[DocumentInfo], manifest: SnapshotManifest, embedding: EmbeddingSpec
+    documents: Sequence[DocumentInfo],
+    manifest: SnapshotManifest,
+    embedding: EmbeddingSpec,
+    layout: VectorLayout | None = None,
 ) -> ParentDocuments:
     """The plan's view of a snapshot (its documents and manifest) for a run embedding with
-    `embedding`."""
+    `embedding` into `layout` (None: one vector per block); vectors of another layout (one per
+    block against sentence windows) are as worthless to the next snapshot as another model's."""
+    same_layout = (manifest.vector_layout or VectorLayout()) == (layout or VectorLayout())
     return ParentDocuments(
         by_source={d.source: (i, d.content_hash) for i, d in enumerate(documents)},
         failed=manifest.failed_documents,
-        reusable=manifest.embedding == embedding,
+        reusable=manifest.embedding == embedding and same_layout,
     )
 
 

@@ -62,6 +62,9 @@ class EmbeddingSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True)
     batch_size: Annotated[int, msgspec.Meta(gt=0, le=2048)] = 64
     concurrency: Annotated[int, msgspec.Meta(gt=0, le=32)] = 2
     timeout_s: Seconds = 60.0
+    # What is embedded per block: "auto" is sentence windows for the built-in sentence
+    # encoder (it averages a long block into mush) and one vector per block for remote models.
+    granularity: Literal["auto", "block", "sentence"] = "auto"
 
 
 class BudgetSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

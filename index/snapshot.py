@@ -46,7 +46,7 @@ from index.records import (
 )
 from index.scan import scan as scan_folded
 from index.scan import snippet as snippet_of
-from index.sections import SECTION_PATHS, SectionPaths, section_paths_file
+from index.sections import SECTION_PATHS, SectionCounts, SectionPaths, section_paths_file
 from index.textnorm import TOKENIZER_VERSION, fold, query_tokens
 from index.vectors import (
     GRAPH,
@@ -363,14 +363,16 @@ def _build(
             b=b,
             parent=None if source is None else source._bm25,
         )
+        sections = section_paths_file(
+            documents,
+            [blocks.blocks for blocks in layouts],
+            _carried_section_counts(work, source),
+        )
     finally:
         if source is not None:
             source.close()
     sizes.update(bm25_sizes)
-    sizes[SECTION_PATHS] = write_new_file(
-        directory / SECTION_PATHS,
-        section_paths_file(documents, [blocks.blocks for blocks in layouts]),
-    )
+    sizes[SECTION_PATHS] = write_new_file(directory / SECTION_PATHS, sections)
     n_blocks = sum(len(blocks.blocks) for blocks in layouts)
     kind: VectorKind = "none"
     graph_build: GraphBuild | None = None
@@ -475,6 +477,16 @@ def _carry_source(parent: Path | None) -> Snapshot | None:
         source.close()
         return None
     return source
+
+
+def _carried_section_counts(
+    work: Sequence[PreparedDocument | int], parent: Snapshot | None
+) -> list[list[SectionCounts] | None] | None:
+    """Per document, its heading-path counts from the parent when carried over unchanged."""
+    paths = None if parent is None else parent.section_paths()
+    if paths is None:
+        return None
+    return [paths.document_counts(item) if isinstance(item, int) else None for item in work]
 
 
 def _bm25_items(

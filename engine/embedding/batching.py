@@ -82,6 +82,7 @@ async def embed_texts(
     on_progress: Callable[[EmbedProgress], None] | None = None,
     retry_backoff_s: float = DEFAULT_RETRY_BACKOFF_S,
     before_batch: Callable[[], Awaitable[None]] | None = None,
+    granularity: str = "block",
 ) -> EmbedOutcome:
     """Vectors for `texts`. Raises EmbeddingError when a batch cannot be embedded.
 
@@ -89,6 +90,7 @@ async def embed_texts(
     `on_progress` is called (in the caller's task context) after the cache lookup and after
     every finished batch. `before_batch` is awaited before each batch is sent (an import's
     pause gate: a paused import stops between batches, not only between documents).
+    `granularity` is part of every cache key (see `text_hash`).
     """
     if batch_size < 1 or concurrency < 1:
         raise ValueError("batch_size and concurrency must be positive")
@@ -98,7 +100,7 @@ async def embed_texts(
     for i, text in enumerate(texts):
         positions.setdefault(text, []).append(i)
     unique = list(positions)
-    hashes = [text_hash(t) for t in unique]
+    hashes = [text_hash(t, granularity) for t in unique]
 
     cached: dict[str, Vectors] = {}
     if cache is not None and unique:

@@ -42,8 +42,12 @@ CREATE TABLE IF NOT EXISTS vectors (
 """
 
 
-def text_hash(text: str) -> str:
-    """The cache key of a text: sha256 of its exact UTF-8 bytes, hex."""
+def text_hash(text: str, granularity: str = "block") -> str:
+    """The cache key of a text: sha256 of its exact UTF-8 bytes, hex. Texts embedded as parts
+    of blocks (granularity "sentence": windows, probes) hash with their granularity first, so
+    a window never shares a key with a block of the same text."""
+    if granularity != "block":
+        text = f"{granularity}\x00{text}"
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 

@@ -132,3 +132,39 @@ def test_a_snapshot_without_the_field_says_so(tmp_path: Path) -> None:
     (tmp_path / "s" / "manifest.json").write_bytes(msgspec.json.encode(older))
     with Snapshot.open(tmp_path / "s") as snap:
         assert snap.section_paths() is None
+
+
+def test_a_child_carries_its_unchanged_documents_paths_and_writes_what_a_fresh_build_does(
+    tmp_path: Path,
+) -> None:
+    a = _document("dA", ["Threads", "Threads > Locks and threads"], 2)
+    b = _document("dB", ["安装", "安装 > 网络设置", "Library FAQ"], 1)
+    c = _document("dC", ["Library FAQ > Threads", "Events"], 2)
+    manifest = SnapshotManifest(
+        snapshot_id="s", parent_id=None, collection="c", status="ready", created_at=""
+    )
+
+    def build(name: str, docs: list[DocumentRecord], parent: Path | None = None) -> None:
+        build_snapshot(
+            tmp_path / name,
+            manifest,
+            docs,
+            [np.zeros((len(d.blocks), 0)) for d in docs],
+            parent=parent,
+            k1=1.2,
+            b=0.75,
+            exact_search_max_blocks=10,
+        )
+
+    build("parent", [a, b])
+    build("child", [b, c], parent=tmp_path / "parent")
+    build("fresh", [b, c])
+    child = (tmp_path / "child" / SECTION_PATHS).read_bytes()
+    assert child == (tmp_path / "fresh" / SECTION_PATHS).read_bytes()
+    with Snapshot.open(tmp_path / "parent") as parent:
+        paths = parent.section_paths()
+        assert paths is not None
+        assert paths.document_counts(1) == [
+            sorted(Counter(tokenize(s.path)).items()) for s in b.sections
+        ]
+        assert paths.document_counts(2) is None

@@ -10,6 +10,7 @@ import tempfile
 import threading
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import msgspec
 import numpy as np
@@ -18,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import index.vectors
 from index import blockstore, bm25
 from index.errors import ManifestDamaged, SnapshotError
 from index.prepared import prepare_document
@@ -624,8 +626,12 @@ def test_prepared_documents_give_the_same_files_fresh_and_with_a_parent(
     first: list[tuple[int, bool]], second: list[tuple[int, bool]], threshold: int
 ) -> None:
     # Two generations; the second is built fresh and on the first (documents carried over,
-    # the HNSW graph extended). Whichever documents come prepared, the files are the same.
-    with tempfile.TemporaryDirectory() as tmp:
+    # the HNSW graph extended). Whichever documents come prepared, the files are the same
+    # (HNSW graphs built on one thread: on more, their bytes differ from build to build).
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        mock.patch.object(index.vectors, "build_threads", lambda: 1),
+    ):
         root = Path(tmp)
         parent: Path | None = None
         for k, picks in enumerate((first, second)):
