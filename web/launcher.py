@@ -16,6 +16,7 @@ import threading
 import time
 import webbrowser
 from collections.abc import Callable
+from typing import Any
 
 import anyio.to_thread
 from nicegui import app as nicegui_app
@@ -26,7 +27,7 @@ from web.i18n import Texts
 from web.pages import register
 from web.security import LOOPBACK_HOST, Launch, LoopbackGuard
 from web.upgrade_page import open_or_explain
-from web.window import NativeWindow, WindowProblem
+from web.window import NativeWindow, WindowProblem, wait_for_port
 
 
 class LaunchRefused(Exception):
@@ -92,7 +93,7 @@ def serve(
                 f"The native window cannot open: {problem}. Serving the browser UI instead; "
                 "open the address below in your browser."
             )
-            fall_back_to_browser(problem, launch.url(), Texts(language))
+            fall_back_when_listening(problem, launch.url(), Texts(language))
 
         native_window.open(launch.url(), on_closed=window_closed, on_failed=no_window)
     # The URL goes to stdout (for scripts, tests, or a browser next to the window); notices go
@@ -111,6 +112,21 @@ def serve(
 
 
 # -- no window: the browser instead ----------------------------------------------------------
+def fall_back_when_listening(
+    problem: WindowProblem, url: str, t: Texts, **how: Any
+) -> threading.Thread:
+    """`fall_back_to_browser` once the server answers at `url` (a browser opened before would
+    show the person an error page), from a thread of its own."""
+
+    def when_listening() -> None:
+        if wait_for_port(url):
+            fall_back_to_browser(problem, url, t, **how)
+
+    thread = threading.Thread(target=when_listening, daemon=True)
+    thread.start()
+    return thread
+
+
 def fall_back_to_browser(
     problem: WindowProblem,
     url: str,

@@ -44,7 +44,8 @@ _STARTING = (
 )
 
 
-def _wait_for_port(url: str) -> bool:
+def wait_for_port(url: str) -> bool:
+    """True once something listens at the URL's host and port (False after PORT_WAIT_S)."""
     parts = urlsplit(url)
     host, port = parts.hostname or "127.0.0.1", parts.port or 80
     deadline = time.monotonic() + PORT_WAIT_S
@@ -61,7 +62,7 @@ def _follow_parent(window: Any) -> None:
     """Act on the parent's lines; a closed stdin (the parent died) closes the window too."""
     for line in sys.stdin:
         command, _, arg = line.strip().partition(" ")
-        if command == "open" and arg and _wait_for_port(arg):
+        if command == "open" and arg and wait_for_port(arg):
             window.load_url(arg)
         elif command == "close":
             break

@@ -8,11 +8,13 @@ what happened and the one thing to do, with no program's error names in it.
 from __future__ import annotations
 
 import re
+import socket
+import time
 
 import pytest
 
 from web.i18n import Texts
-from web.launcher import fall_back_to_browser, window_message
+from web.launcher import fall_back_to_browser, fall_back_when_listening, window_message
 from web.security import Launch
 from web.window import (
     NO_WEBVIEW2,
@@ -150,3 +152,31 @@ def test_the_message_says_what_happened_and_one_thing_to_do_in_plain_words(
     if lang == "zh":
         latin = set(re.findall(r"[A-Za-z]{3,}", message))
         assert latin <= {"Citewise", "Microsoft", "Edge", "WebView", "Runtime", "Evergreen"}
+
+
+def test_the_browser_is_opened_only_once_the_server_listens() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = Launch(port).url()
+    opened: list[str] = []
+
+    def browser(address: str) -> bool:
+        opened.append(address)
+        return True
+
+    waiting = fall_back_when_listening(
+        NO_WEBVIEW2_PROBLEM,
+        url,
+        Texts("en"),
+        platform="win32",
+        open_browser=browser,
+        tell=lambda *_: None,
+    )
+    time.sleep(0.5)
+    assert opened == []  # nothing listens yet: a browser now would show an error page
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", port))
+        server.listen()
+        waiting.join(timeout=10)
+    assert opened == [url]
