@@ -74,6 +74,17 @@ def test_every_windows_step_runs_one_program_in_powershell_and_no_linux_command(
         assert not LINUX_ONLY_WORDS.search(script), step
 
 
+def test_windows_checks_out_the_repository_bytes_without_crlf_conversion() -> None:
+    names = [str(s.get("uses", s.get("run", ""))) for s in steps("windows")]
+    checkout = next(i for i, n in enumerate(names) if n.startswith("actions/checkout@"))
+    assert "git config --global core.autocrlf false" in names[:checkout]
+
+
+def test_build_ps1_is_ascii_as_windows_powershell_reads_it() -> None:
+    # 5.1 reads a script without a byte-order mark in the ANSI code page
+    assert BUILD_PS1.read_bytes().isascii()
+
+
 def test_every_linux_step_runs_in_bash() -> None:
     assert all(shell_of("linux", s) == "bash" for s in steps("linux") if "run" in s)
 
