@@ -14,7 +14,7 @@ import secrets
 from actors.app_state import DEFAULT_COLLECTION
 from actors.catalog import Catalog
 from actors.errors import AppError
-from engine.paths import DataDir, check_collection_name
+from engine.paths import DataDir, check_collection_name, check_path_length
 from engine.writer_lock import writer_lock
 from index.fsutil import remove_tree, replace_with_retry, sweep
 
@@ -54,6 +54,7 @@ def create_collection(data: DataDir, name: str) -> None:
     if catalog.exists():
         raise AppError(f"collection {name!r} already exists", code="collection_exists", name=name)
     _refuse_case_twin(data, name)
+    check_path_length(data.root, name)
     catalog.ensure()
 
 
@@ -67,6 +68,7 @@ def rename_collection(data: DataDir, old: str, new: str) -> None:
             f"a collection named {new!r} already exists", code="collection_exists", name=new
         )
     _refuse_case_twin(data, new, besides=old)
+    check_path_length(data.root, new)
     with writer_lock(data):
         try:
             if case_only:  # through a third name: a case-insensitive disk sees src == dst

@@ -22,7 +22,7 @@ from actors.journal import Job
 from engine.config import load_config
 from engine.embedding.cache import CACHE_FORMAT
 from engine.errors import DataTooNew, WriterBusy
-from engine.paths import DataDir
+from engine.paths import DataDir, check_path_length
 from engine.trace.store import DB_NAME, SCHEMA_VERSION, TraceStore
 from engine.versions import app_version
 from engine.versions.formats import current_versions
@@ -140,6 +140,8 @@ def open_data(
     in a new or unrecorded directory, and refuses data that is newer (DataTooNew) or older
     (UpgradeRequired) unless `command` may run on it.
     """
+    if command != "version":
+        check_path_length(root)  # Windows: refuse a folder too deep before anything is written
     reads = dict(current or current_versions())
     if command not in ANY_FORMAT and inspect(root, reads).state == "newer":
         raise DataTooNew(describe_newer(inspect(root, reads), root))  # never touched, not even

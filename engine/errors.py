@@ -50,6 +50,18 @@ class WriterBusy(UserError):
     message_key = "error.writer_busy"
 
 
+class DataPathTooLong(UserError):
+    """The data directory (or a collection name in it) is too deep for Windows paths of at
+    most 260 characters; `length` is what the deepest path would need."""
+
+    exit_code = EXIT_USAGE
+    message_key = "error.data_path_too_long"
+
+    def __init__(self, message: str, *, length: int) -> None:
+        super().__init__(message)
+        self.length = length
+
+
 class SecretStoreUnavailable(UserError):
     """No OS credential store; the message says which environment variable to use instead."""
 

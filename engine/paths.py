@@ -25,6 +25,7 @@ import platformdirs.api
 import platformdirs.windows
 
 # Still imported from here by actors/app.py.
+from engine.errors import DataPathTooLong
 from engine.errors import InvalidCollectionName as InvalidCollectionName
 
 APP_NAME = "Citewise"
@@ -67,6 +68,65 @@ def long_path(path: str | os.PathLike[str], system: str = sys.platform) -> str:
     if text.startswith("\\\\"):  # \\server\share\… → \\?\UNC\server\share\…
         return "\\\\?\\UNC\\" + text[2:]
     return "\\\\?\\" + text
+
+
+WINDOWS_MAX_PATH = 259  # MAX_PATH less its terminating NUL
+_SYSTEM = sys.platform  # read at each check (tests of the Windows rules set it)
+
+
+def deepest_path(root: Path, collection: str = "default") -> int:
+    """The length of the longest path Citewise writes for a collection: a backup's copy of a
+    snapshot file (a backup id of 35 characters, a snapshot id of 28, the longest file name)."""
+    inside = f"backups/.partial-{'b' * 35}/collections/{collection}/snapshots/{'s' * 28}/"
+    return len(str(root)) + 1 + len(inside) + len("section_paths.msgpack")
+
+
+def windows_long_paths_enabled() -> bool:
+    """Whether Windows lets programs that declare it (Python and the frozen build do) use
+    paths beyond 260 characters: the LongPathsEnabled policy, off by default."""
+    try:
+        import winreg
+    except ImportError:
+        return False
+    try:
+        with winreg.OpenKey(  # type: ignore[attr-defined,unused-ignore]
+            winreg.HKEY_LOCAL_MACHINE,  # type: ignore[attr-defined,unused-ignore]
+            r"SYSTEM\CurrentControlSet\Control\FileSystem",
+        ) as key:
+            value, _ = winreg.QueryValueEx(key, "LongPathsEnabled")  # type: ignore[attr-defined,unused-ignore]
+    except OSError:
+        return False
+    return bool(value == 1)
+
+
+def check_path_length(
+    root: Path,
+    collection: str = "default",
+    *,
+    system: str | None = None,
+    long_paths: bool | None = None,
+) -> None:
+    """Refuse, before anything is written, a data directory (or a collection name in it) whose
+    deepest files Windows could not open: without the long-paths policy a path ends at 260
+    characters, and a write that fails half-way through an import or a backup helps nobody."""
+    deepest = deepest_path(root, collection)
+    if (system or _SYSTEM) != "win32" or deepest <= WINDOWS_MAX_PATH:
+        return
+    if windows_long_paths_enabled() if long_paths is None else long_paths:
+        return
+    what = (
+        f"the data folder {root} is too deep"
+        if collection == "default"
+        else f"the collection name {collection!r} is too long for the data folder {root}"
+    )
+    raise DataPathTooLong(
+        f"{what}: Windows (with long paths off, as it is by default) ends a path at 260 "
+        f"characters, and the deepest file Citewise keeps there would need {deepest}; nothing "
+        "was written. Choose a shorter collection name, set CITEWISE_HOME to a shorter folder "
+        '(for example C:\\Citewise), or turn on Windows\' "Enable Win32 long paths" policy '
+        "(LongPathsEnabled) and start Citewise again",
+        length=deepest,
+    )
 
 
 def check_collection_name(name: str) -> str:

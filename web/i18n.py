@@ -385,6 +385,12 @@ TEXTS: dict[str, tuple[str, str]] = {
         "另一个程序正打开这个文件,且不允许其他程序读取(例如正在 Word 中编辑)。"
         "请在那里关闭后重新导入。",
     ),
+    "fail.path_too_long": (
+        "The file is inside too many folders for Windows to open it (its path is longer than "
+        "260 characters). Move it to a folder nearer the top of the drive and import it again.",
+        "这个文件所在的文件夹层级太深(路径超过 260 个字符),Windows 无法打开。"
+        "请把它移到更靠近磁盘根目录的文件夹后重新导入。",
+    ),
     "fail.not_found": (
         "Nothing was found at this place. Check that the file or folder still exists there and "
         "import it again.",

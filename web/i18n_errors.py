@@ -38,6 +38,13 @@ ERROR_TEXTS: dict[str, tuple[str, str]] = {
         "every computer. Choose another name.",
         "这个名称不能用作资料集名称:它必须能在任何电脑上用作文件夹名。请换一个名称。",
     ),
+    "error.data_path_too_long": (
+        "The library folder is too deep inside other folders for Windows, which by default "
+        "allows paths of at most 260 characters. Nothing was changed. Choose a shorter name, "
+        "or move the library to a folder nearer the top of the drive.",
+        "资料库所在的文件夹层级太深:Windows 默认只允许不超过 260 个字符的路径。没有做任何更改。"
+        "请换一个更短的名称,或把资料库移到更靠近磁盘根目录的文件夹。",
+    ),
     "error.writer_busy": (
         "Another Citewise window or command is changing this library right now. Wait until "
         "it has finished, then try again.",

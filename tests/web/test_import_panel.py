@@ -189,6 +189,7 @@ def test_every_failure_reason_the_pipeline_can_give_has_a_sentence_in_both_langu
         "timeout",
         "unreadable",
         "in_use",
+        "path_too_long",
         "not_found",
         "bad_name",
         "chunk_error",

@@ -21,9 +21,10 @@ from actors.catalog import Catalog
 from actors.collections import collection_names, create_collection, rename_collection
 from actors.errors import AppError
 from actors.ingest import ImportResult
-from engine.errors import InvalidCollectionName
+from actors.upgrade import open_data
+from engine.errors import DataPathTooLong, InvalidCollectionName
 from engine.file_access import read_failure
-from engine.paths import DataDir, check_collection_name, data_home
+from engine.paths import DataDir, check_collection_name, check_path_length, data_home
 from index.snapshot import verify_snapshot
 from tests.corpus import make_app
 from tests.windows.semantics import SHARING_VIOLATION, windows_error
@@ -225,3 +226,55 @@ def test_device_names_and_trailing_dots_or_spaces_are_refused_as_collection_name
         check_collection_name(name)
     assert Texts("en")(refused.value.message_key).startswith("That name cannot be used")
     assert "文件夹名" in Texts("zh")(refused.value.message_key)
+
+
+# -- paths beyond 260 characters on Windows ----------------------------------------------------
+PROFILE = r"C:\Users\Christopher.Vanderbilt-Smith\AppData\Local\Citewise"
+
+
+def test_an_ordinary_windows_profile_fits_even_the_longest_collection_name() -> None:
+    for name in ("default", "x" * 64):
+        check_path_length(Path(PROFILE), name, system="win32", long_paths=False)
+    deep = Path(PROFILE + "\\" + "\\".join([LONG] * 2))
+    with pytest.raises(DataPathTooLong, match="260 characters"):
+        check_path_length(deep, system="win32", long_paths=False)
+    check_path_length(deep, system="win32", long_paths=True)  # the policy is on: it fits
+    check_path_length(deep, system="linux")
+
+
+def test_on_windows_a_data_folder_too_deep_is_refused_at_start_before_anything_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("engine.paths._SYSTEM", "win32")
+    monkeypatch.setattr("engine.paths.windows_long_paths_enabled", lambda: False)
+    root = tmp_path.joinpath(*[LONG] * 3, "Citewise")
+    with pytest.raises(DataPathTooLong) as refused:
+        open_data(root, "import")
+    assert "nothing was written" in str(refused.value) and not root.exists()
+    for lang, words in (("en", "260 characters"), ("zh", "260 个字符")):
+        assert words in error_sentence(Texts(lang), refused.value)
+    assert open_data(root, "version").state == "new"  # --version still answers
+
+
+def test_on_windows_a_collection_name_too_long_for_its_folder_is_refused_in_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("engine.paths._SYSTEM", "win32")
+    monkeypatch.setattr("engine.paths.windows_long_paths_enabled", lambda: False)
+    data = DataDir(tmp_path / ("d" * max(1, 100 - len(str(tmp_path))))).ensure()
+    assert len(str(data.root)) >= 100  # the default collection fits, a 64-character name not
+    create_collection(data, "short")
+    with pytest.raises(DataPathTooLong, match="collection name"):
+        create_collection(data, "n" * 64)
+    with pytest.raises(DataPathTooLong):
+        rename_collection(data, "short", "n" * 64)
+    assert collection_names(data) == ["default", "short"]
+
+
+def test_a_document_path_windows_cannot_open_is_named_as_such() -> None:
+    deep = "C:\\" + "\\".join([LONG] * 6) + "\\notes.md"
+    missing = FileNotFoundError(errno.ENOENT, "The system cannot find the path specified", deep)
+    reason, message = read_failure(missing, system="win32")
+    assert reason == "path_too_long" and "260" in message
+    assert read_failure(missing, system="linux")[0] == "unreadable"
+    assert "260" in Texts("en")("fail.path_too_long") and "260" in Texts("zh")("fail.path_too_long")
