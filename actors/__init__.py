@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # the same names, for type checkers
     from actors.document_edit import EditResult
     from actors.errors import AppError, CatalogError, SpendingCapReached, UpgradeRequired
     from actors.evaluation import INFRASTRUCTURE_REASONS, run_eval
-    from actors.ingest import ImportProgress, ImportResult
+    from actors.import_progress import ImportProgress, ImportResult
     from actors.jobs import AskRun, ImportJob, JobState
     from actors.settings import settings_at
     from actors.source_view import SOURCE_RADIUS, PageImage, SourceBlock, SourceView
@@ -139,8 +139,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "ConversationSummary": ("actors.conversations", "ConversationSummary"),
     "ConversationTurn": ("actors.conversations", "ConversationTurn"),
     "EditResult": ("actors.document_edit", "EditResult"),
-    "ImportProgress": ("actors.ingest", "ImportProgress"),
-    "ImportResult": ("actors.ingest", "ImportResult"),
+    "ImportProgress": ("actors.import_progress", "ImportProgress"),
+    "ImportResult": ("actors.import_progress", "ImportResult"),
     **{n: ("actors.jobs", n) for n in ("AskRun", "ImportJob", "JobState")},
     **{
         n: ("actors.source_view", n)

@@ -16,7 +16,7 @@ import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from actors.asking import AskResult, ask
-from actors.ingest import ImportProgress, ImportResult, PauseGate
+from actors.import_progress import ImportProgress, ImportResult, PauseGate
 from actors.journal import Journal
 from actors.tracing import IngestTracer, trace_writer, traced
 from engine.harness.events import Event
