@@ -466,9 +466,10 @@ def _ranked(
     return [(int(ordinals[i]), 1.0 - float(distances[i])) for i in order]
 
 
-# The floor sits this far above the best score any nonsense probe reached: a probe is a sample
-# of unrelated text, and the query that hits the floor must beat every sample, not their mean.
-FLOOR_MARGIN = 0.02
+# The floor is the best score any nonsense probe reached plus one standard deviation of the
+# probes' scores: a probe is one sample of unrelated text, so the next nonsense query may land
+# a little above every sample; the spread says how far.
+FLOOR_RULE = "max(min_similarity, max probe score + std of probe scores)"
 
 
 def calibrate_floor(
@@ -486,6 +487,6 @@ def calibrate_floor(
         std=round(float(values.std()), 6),
         p95=round(float(np.percentile(values, 95)), 6),
         max=top,
-        threshold=round(max(min_similarity, top + FLOOR_MARGIN), 6),
-        rule=f"max(min_similarity, max probe score + {FLOOR_MARGIN})",
+        threshold=round(max(min_similarity, top + float(values.std())), 6),
+        rule=FLOOR_RULE,
     )

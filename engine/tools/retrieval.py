@@ -34,6 +34,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from engine.embedding.probes import carries_content
 from index.bm25 import idf, top_k
 from index.records import RetrievalParams
 from index.sections import SectionPaths
@@ -53,6 +54,7 @@ LIST_DEPTH_PER_RESULT = 4
 MIN_LIST_DEPTH = 20
 # Candidates read per list before down-weighting, so demoted blocks make room for others.
 POOL_PER_DEPTH = 3
+VECTOR_READ_SHOWN = 10  # vector candidates the trace lists with their similarity
 PATH_WEIGHT = 1.0  # the heading path counts as much as the body (a BM25F-style field sum)
 NAVIGATION_WEIGHT = 0.2  # a navigational block's score is multiplied by this, not removed
 
@@ -102,17 +104,34 @@ class SearchTrace(msgspec.Struct, frozen=True, kw_only=True):
     query_tokens: tuple[str, ...]  # the keyword query after dropping function words
     dropped_tokens: tuple[str, ...]
     keyword_candidates: int  # blocks holding at least one query token (body or heading path)
-    vector_candidates: int  # blocks read from the vector index at or above min_similarity
+    vector_candidates: int  # blocks read from the vector index at or above the floor
     list_depth: int
     rrf_k: int
     min_similarity: float
     top_k: int
     ranking: tuple[RankedBlock, ...]
+    # The snapshot's calibrated similarity floor (never below min_similarity): vector
+    # candidates under it are no match and never reach the fusion.
+    similarity_floor: float = 0.0
+    vector_below_floor: int = 0  # blocks read from the vector index under the floor
+    # (citation, similarity) of the best blocks read from the vector index, under the floor
+    # or not, best first: how close the query came.
+    vector_read: tuple[tuple[str, float], ...] = ()
 
 
 class SearchOutcome(msgspec.Struct, frozen=True, kw_only=True):
     ordinals: tuple[int, ...]  # the result, best first
     trace: SearchTrace
+
+
+def similarity_floor(snapshot: Snapshot, params: RetrievalParams) -> float:
+    """The vector similarity a block must reach: the snapshot's calibrated floor (SPEC §4,
+    from nonsense probes at build time) or, for a snapshot built before floors,
+    min_similarity alone."""
+    calibrated = snapshot.manifest.similarity_floor
+    if calibrated is None:
+        return params.min_similarity
+    return max(params.min_similarity, calibrated.threshold)
 
 
 def keyword_query(query: str) -> tuple[list[str], list[str]]:
@@ -144,6 +163,9 @@ def search(
     depth = max(MIN_LIST_DEPTH, fusion.depth_per_result * params.top_k)
     pool = POOL_PER_DEPTH * depth
     tokens, dropped = keyword_query(query)
+    floor = similarity_floor(snapshot, params)
+    found: list[tuple[int, float]] = []
+    read: tuple[tuple[str, float], ...] = ()
 
     keyword: list[tuple[int, float]] = []
     n_keyword = 0
@@ -155,7 +177,11 @@ def search(
     if mode != "keyword":
         assert query_vector is not None
         found = snapshot.vector_search(query_vector, pool, docs)
-        vector = [(o, s) for o, s in found if s >= params.min_similarity]
+        # A query of punctuation and symbols alone means nothing, however close its vector
+        # comes to punctuation-heavy blocks (measured: "??? !!! ..." reached 0.45 on the
+        # shared corpus, above its floor).
+        vector = [(o, s) for o, s in found if s >= floor] if carries_content(query) else []
+        read = tuple((snapshot.block(o).citation, s) for o, s in found[:VECTOR_READ_SHOWN])
 
     keyword_list = aux.head(snapshot, keyword, depth)
     vector_list = aux.head(snapshot, vector, depth)
@@ -214,6 +240,9 @@ def search(
         min_similarity=params.min_similarity,
         top_k=params.top_k,
         ranking=ranking,
+        similarity_floor=floor,
+        vector_below_floor=len(found) - len(vector),
+        vector_read=read,
     )
     return SearchOutcome(ordinals=tuple(result), trace=trace)
 

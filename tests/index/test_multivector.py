@@ -23,7 +23,7 @@ from index.records import (
     VectorLayout,
 )
 from index.snapshot import Snapshot, build_snapshot, read_manifest
-from index.vectors import FLOOR_MARGIN, PART_BLOCKS
+from index.vectors import PART_BLOCKS
 
 DIM = 16
 SPEC = EmbeddingSpec(provider="local", model="m", dimensions=DIM)
@@ -221,5 +221,5 @@ def test_floor_is_calibrated_from_the_probes_the_same_way_every_build(tmp_path: 
         best = [snap.vector_search(p, 1)[0][1] for p in probes]
     assert floor.max == pytest.approx(max(best), abs=3e-3)
     assert floor.mean == pytest.approx(float(np.mean(best)), abs=3e-3)
-    assert floor.threshold == pytest.approx(max(0.2, floor.max + FLOOR_MARGIN), abs=1e-6)
+    assert floor.threshold == pytest.approx(max(0.2, floor.max + floor.std), abs=1e-5)
     assert all(s < floor.threshold for s in best)
