@@ -387,6 +387,31 @@ def _phase(page: Any, client: Any, base: str, clicks: int, min_seconds: float) -
     return figures
 
 
+def _phase_until_imports_done(
+    page: Any, client: Any, base: str, clicks: int, min_seconds: float, max_seconds: float
+) -> dict[str, Any]:
+    """A phase that lasts until every queued import has finished (at least `min_seconds`, at
+    most `max_seconds`), clicking `clicks` times at the start and a few more every 10 s, so
+    the lag and the clicks are measured while all ten imports run, not one."""
+    client.get(base + "/bench/lag", params={"reset": "1"})
+    t0 = time.perf_counter()
+    took, image = _clicks(page, clicks)
+    while True:
+        elapsed = time.perf_counter() - t0
+        jobs = client.get(base + "/bench/imports").json()["jobs"]
+        finished = all(j["state"] in ("done", "failed") for j in jobs)
+        if elapsed >= max_seconds or (finished and elapsed >= min_seconds):
+            break
+        time.sleep(10.0)
+        more, _ = _clicks(page, 3)
+        took += more
+    figures: dict[str, Any] = client.get(base + "/bench/lag").json()
+    figures["clicks"] = took
+    figures["image"] = image
+    figures["seconds"] = time.perf_counter() - t0
+    return figures
+
+
 def ui_responsiveness(report: Report, quick: bool) -> None:
     import httpx
     from playwright.sync_api import sync_playwright
@@ -436,7 +461,9 @@ def ui_responsiveness(report: Report, quick: bool) -> None:
                         idle = _phase(page, client, base, clicks, window_s)
                         client.post(base + "/bench/imports")
                         time.sleep(2.0)  # the ten pipelines are parsing and embedding
-                        loaded = _phase(page, client, base, clicks, window_s)
+                        loaded = _phase_until_imports_done(
+                            page, client, base, clicks, window_s, 300.0 if quick else 1200.0
+                        )
                         jobs = client.get(base + "/bench/imports").json()["jobs"]
                 browser.close()
         finally:
@@ -527,6 +554,8 @@ def _report(
     running = sum(j["state"] in ("running", "building") for j in jobs)
     done = sum(j["state"] == "done" for j in jobs)
     report.figure("imports_done_in_window", f"{done} of {len(jobs)}")
+    report.figure("loaded_window_s", round(loaded["seconds"], 1))
+    report.target("imports finished in the loaded window", done, len(jobs), at_most=False)
     failed = [j for j in jobs if j["state"] == "failed"]
     report.figure("imports_running_at_end_of_window", f"{running} of {len(jobs)}")
     report.figure("imports_blocks_embedded_during_window", sum(j["blocks_embedded"] for j in jobs))
