@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from index.fsutil import Mapped, write_new_file
-from index.records import BlockRecord, DocumentRecord, PageRect, SectionRecord
+from index.records import BlockRecord, DocumentRecord, ImportReport, PageRect, SectionRecord
 from index.scan import block_starts, scan_form
 
 BLOCKS_META = "blocks.meta"
@@ -79,6 +79,9 @@ class DocumentInfo(msgspec.Struct, frozen=True, kw_only=True):
     sections: tuple[SectionRecord, ...] = ()
     block_start: int = 0
     block_count: int = 0
+    # Its import report, parse time left out (the manifest keeps that, outside the content
+    # hash); None in files written before reports were kept.
+    report: ImportReport | None = None
 
     @property
     def block_range(self) -> range:
@@ -340,6 +343,9 @@ def _info(doc: DocumentRecord, block_start: int, block_count: int) -> DocumentIn
         sections=doc.sections,
         block_start=block_start,
         block_count=block_count,
+        report=None
+        if doc.report is None
+        else msgspec.structs.replace(doc.report, parse_seconds=None),
     )
 
 

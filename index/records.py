@@ -55,6 +55,34 @@ class BlockRecord(msgspec.Struct, frozen=True, kw_only=True):
     ocr_confidence: float | None = None
 
 
+class ImportWarning(msgspec.Struct, frozen=True, kw_only=True):
+    """Something a person should know about a document that was imported anyway."""
+
+    code: str  # machine reason, e.g. "replaced_bytes", "ocr_page_limit", "images_not_read"
+    message: str  # a sentence a person understands (English; the UI words it by `code`)
+    pages: tuple[int, ...] = ()  # 1-based pages concerned (PDF), () when not page-bound
+    count: int = 0  # how many of what the code names (bytes, images, pages), 0 when unsaid
+
+
+class ImportReport(msgspec.Struct, frozen=True, kw_only=True):
+    """How the import of one document went, as parsing found it: what was read, how, and
+    what a person should know. Kept in the snapshot beside the document."""
+
+    pages: int | None = None  # PDF pages; None for formats without pages
+    pages_with_text: int | None = None  # PDF pages whose text was imported (OCR'd ones too)
+    pages_ocr: int = 0  # PDF pages whose text was recognised by OCR
+    ocr_confidence: float | None = None  # over every recognised character, 0..1
+    low_confidence_pages: tuple[int, ...] = ()  # 1-based pages recognised with low confidence
+    ocr_engine: str = ""  # OCR engine and model versions, for a document with OCR'd pages
+    chars: int = 0  # characters of text imported
+    cjk_share: float = 0.0  # share of those (spaces aside) that are Chinese/Japanese/Korean
+    lang: str = ""  # "en" | "zh"
+    warnings: tuple[ImportWarning, ...] = ()
+    # Seconds spent reading the document (summed over the worker processes that read it). In
+    # a snapshot it is kept in the manifest, outside the content hash: it names a build.
+    parse_seconds: float | None = None
+
+
 class DocumentRecord(msgspec.Struct, frozen=True, kw_only=True):
     """A fully parsed and chunked document: the unit that enters a snapshot whole or not at all."""
 
@@ -73,6 +101,7 @@ class DocumentRecord(msgspec.Struct, frozen=True, kw_only=True):
     sections: tuple[SectionRecord, ...] = ()
     blocks: tuple[BlockRecord, ...] = ()
     page_labels: tuple[str, ...] = ()  # PDF: printed label of each page ("iv", "40"), () if none
+    report: ImportReport | None = None  # None: imported before import reports were kept
 
 
 class FailedDocument(msgspec.Struct, frozen=True, kw_only=True):
@@ -173,11 +202,13 @@ class GraphBuild(msgspec.Struct, frozen=True, kw_only=True):
     vectors_removed: int = 0  # parent keys removed by this build
 
 
-class ManifestDocument(msgspec.Struct, frozen=True, kw_only=True):
+class ManifestDocument(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     doc_id: str
     source: str
     content_hash: str
     blocks: int
+    warnings: int = 0  # import warnings of the document (its report)
+    parse_seconds: float | None = None  # its report's; not part of the content hash
 
 
 class SnapshotManifest(msgspec.Struct, frozen=True, kw_only=True):

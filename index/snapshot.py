@@ -37,6 +37,7 @@ from index.records import (
     SNAPSHOT_FORMAT,
     DocumentRecord,
     GraphBuild,
+    ImportReport,
     ManifestDocument,
     PageRect,
     PartScoring,
@@ -149,12 +150,18 @@ class Block:
 def content_hash(manifest: SnapshotManifest, file_hashes: dict[str, str]) -> str:
     """sha256 over the sorted (file name, file sha256) pairs and the manifest with the fields
     that name a build rather than its content blanked: snapshot_id, parent_id, created_at,
-    files (covered by the file hashes) and content_hash itself."""
+    each document's parse time, files (covered by the file hashes) and content_hash itself."""
     digest = hashlib.sha256()
     for name in sorted(file_hashes):
         digest.update(f"{name}\x00{file_hashes[name]}\n".encode())
     blank = msgspec.structs.replace(
-        manifest, snapshot_id="", parent_id=None, created_at="", files={}, content_hash=""
+        manifest,
+        snapshot_id="",
+        parent_id=None,
+        created_at="",
+        documents=tuple(msgspec.structs.replace(d, parse_seconds=None) for d in manifest.documents),
+        files={},
+        content_hash="",
     )
     digest.update(b"manifest\x00" + msgspec.json.encode(blank, order="deterministic"))
     return digest.hexdigest()
@@ -440,7 +447,12 @@ def _build(
         format_version=SNAPSHOT_FORMAT,
         documents=tuple(
             ManifestDocument(
-                doc_id=d.doc_id, source=d.source, content_hash=d.content_hash, blocks=len(d.blocks)
+                doc_id=d.doc_id,
+                source=d.source,
+                content_hash=d.content_hash,
+                blocks=len(d.blocks),
+                warnings=0 if d.report is None else len(d.report.warnings),
+                parse_seconds=None if d.report is None else d.report.parse_seconds,
             )
             for d in documents
         ),
@@ -695,7 +707,19 @@ class Snapshot:
             sections=tuple(info.sections),
             blocks=store.block_records(doc),
             page_labels=store.page_labels(doc),
+            report=self.import_report(doc),
         )
+
+    def import_report(self, doc: int) -> ImportReport | None:
+        """Document `doc`'s import report with its parse time; None when it was imported
+        before reports were kept."""
+        info = self._store().documents[doc]
+        if info.report is None:
+            return None
+        listed = self.manifest.documents  # in the block store's order
+        same = doc < len(listed) and listed[doc].doc_id == info.doc_id
+        seconds = listed[doc].parse_seconds if same else None
+        return msgspec.structs.replace(info.report, parse_seconds=seconds)
 
     def block_rects(self, ordinal: int) -> tuple[PageRect, ...]:
         """Where the block is printed in its PDF: (page, x0, y0, x1, y1) in points; () when
