@@ -69,6 +69,13 @@ _STOP_WORDS = """
     these they this those through to too under until up very was we were what when where which
     while who whom why will with would you your yours yourself"""
 STOP_WORDS = frozenset(_STOP_WORDS.split())
+# Chinese particles, pronouns and copulas, and the bigrams of question scaffolding: a CJK token
+# made only of these (or one of the bigrams) carries no topic, just as English function words.
+ZH_FUNCTION_CHARS = frozenset(
+    "的了吗呢吧啊呀么是在和与及或也都就而把被让给对从向到为以于之其这那个我你他她它们有没不要会能"
+)
+_ZH_SCAFFOLDING = "什么 怎么 怎样 如何 为什 么样 哪些 哪个 是否 可以 应该 一个 有什 为何 请问 一下"
+ZH_SCAFFOLDING = frozenset(_ZH_SCAFFOLDING.split())
 
 
 class Fusion(msgspec.Struct, frozen=True, kw_only=True):
@@ -134,13 +141,21 @@ def similarity_floor(snapshot: Snapshot, params: RetrievalParams) -> float:
     return max(params.min_similarity, calibrated.threshold)
 
 
+def informative(token: str) -> bool:
+    """Whether a query token carries information: not an English function word, not a CJK
+    token of Chinese function characters alone, not a bigram of question scaffolding."""
+    if token in STOP_WORDS or token in ZH_SCAFFOLDING:
+        return False
+    return not all(ch in ZH_FUNCTION_CHARS for ch in token)
+
+
 def keyword_query(query: str) -> tuple[list[str], list[str]]:
-    """(tokens to search, function words dropped); all tokens when nothing else is left."""
+    """(tokens to search, tokens dropped as carrying no information). A query of function
+    words, scaffolding and punctuation alone searches no keyword at all: its keyword list is
+    empty, so over a whole collection it can end in no_match (SPEC §4)."""
     tokens = query_tokens(query)
-    kept = [t for t in tokens if t not in STOP_WORDS]
-    if not kept:
-        return tokens, []
-    return kept, [t for t in tokens if t in STOP_WORDS]
+    kept = [t for t in tokens if informative(t)]
+    return kept, [t for t in tokens if t not in kept]
 
 
 def search(

@@ -15,7 +15,7 @@ import msgspec
 import pytest
 
 from engine.tools import BlocksResult, ErrorResult, ToolOutcome, default_retrieval_params, run_tool
-from engine.tools.retrieval import search
+from engine.tools.retrieval import keyword_query, search
 from index.snapshot import Snapshot
 from tests.engine.tools.snapshots import context as make_context
 from tests.engine.tools.snapshots import (
@@ -274,15 +274,25 @@ def test_a_block_is_found_through_the_headings_above_it(
     assert any("set a flag the worker checks" in t for t in texts)  # no "threads" in its body
 
 
-def test_function_words_are_dropped_from_the_keyword_query_but_never_all_of_it(
+def test_function_words_are_dropped_and_a_query_of_them_alone_finds_no_keyword_candidate(
     snap: Snapshot,
 ) -> None:
     params = default_retrieval_params()
     trace = search(snap, "What is the EventEmitter?", None, None, params, "keyword").trace
     assert trace.query_tokens == ("eventemitter",)
     assert set(trace.dropped_tokens) == {"what", "is", "the"}
-    only_stop = search(snap, "what is this", None, None, params, "keyword").trace
-    assert only_stop.query_tokens == ("what", "is", "this") and only_stop.dropped_tokens == ()
+    for nothing in ("what is this", "的了吗呢吧", "怎么 什么 如何？", "？！。…"):
+        outcome = search(snap, nothing, None, None, params, "keyword")
+        assert outcome.trace.query_tokens == () and outcome.trace.keyword_candidates == 0
+        assert outcome.ordinals == ()
+
+
+def test_chinese_scaffolding_is_dropped_but_topic_bigrams_and_lone_characters_stay() -> None:
+    kept, dropped = keyword_query("为什么控制台的锁会失效？")
+    assert {"控制", "制台", "失效"} <= set(kept)
+    assert dropped == ["为什", "什么"]  # a bigram with one topic character (台的) stays
+    assert keyword_query("锁")[0] == ["锁"]  # a one-character query is still a topic
+    assert keyword_query("的") == ([], ["的"])
 
 
 async def test_each_lists_first_block_keeps_a_place_in_the_result(
