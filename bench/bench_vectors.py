@@ -193,13 +193,68 @@ def msgspec_replace_blocks(record: Any, index: int) -> Any:
     return msgspec.structs.replace(record, blocks=(record.blocks[index],))
 
 
+def latency(sizes: Sequence[int], parts: Sequence[int], threshold: int) -> list[dict[str, Any]]:
+    """search p50/p99 (ms; hybrid ranking and the vector list alone, query vectors made up
+    front) on synthetic snapshots of each size with one vector per block (parts 0) and with
+    `parts` vectors per block; build seconds too. Random vectors: latency, not quality."""
+    import statistics
+    import tempfile
+
+    import numpy as np
+
+    from bench.bench_retrieval import _queries
+    from bench.synthetic import build_synthetic
+    from engine.tools.retrieval import search
+    from index.snapshot import Snapshot
+
+    queries = _queries()
+    rng = np.random.default_rng(11)
+    qv = rng.standard_normal((len(queries), 512)).astype(np.float32)
+    qv /= np.linalg.norm(qv, axis=1, keepdims=True)
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="citewise-bench-") as tmp:
+        for n in sizes:
+            for p in parts:
+                directory = Path(tmp) / f"s{n}p{p}"
+                t0 = time.perf_counter()
+                m = build_synthetic(
+                    directory, n, exact_search_max_blocks=threshold, parts_per_block=p
+                )
+                built = time.perf_counter() - t0
+                with Snapshot.open(directory) as snap:
+                    params = snap.manifest.retrieval
+                    assert params is not None
+                    search(snap, queries[0], qv[0], None, params)  # builds the heading index
+                    samples: dict[str, list[float]] = {"hybrid": [], "vector": []}
+                    for _ in range(3):
+                        for q, v in zip(queries, qv, strict=True):
+                            for mode in ("hybrid", "vector"):
+                                t1 = time.perf_counter()
+                                search(snap, q, v, None, params, mode)  # type: ignore[arg-type]
+                                samples[mode].append((time.perf_counter() - t1) * 1000)
+                row: dict[str, Any] = {"blocks": n, "vectors_per_block": p or 1,
+                                       "vectors": n * (p or 1), "index": m.vector_index,
+                                       "build_s": round(built, 1)}  # fmt: skip
+                for mode, values in samples.items():
+                    row[f"{mode}_p50_ms"] = round(statistics.median(values), 2)
+                    row[f"{mode}_p99_ms"] = round(float(np.percentile(values, 99)), 2)
+                print(json.dumps({"latency": row}), flush=True)
+                rows.append(row)
+    return rows
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.bench_vectors")
-    parser.add_argument("homes", nargs="+", type=Path)
+    parser.add_argument("homes", nargs="*", type=Path)
+    parser.add_argument("--latency", type=int, nargs="*", default=None, help="sizes in blocks")
+    parser.add_argument("--parts", type=int, nargs="*", default=[0, 5])
+    parser.add_argument("--threshold", type=int, default=30_000)
     parser.add_argument("--import", dest="do_import", action="store_true")
     parser.add_argument("--embed-rate", type=int, default=0)
     parser.add_argument("--gold", type=Path, default=CORPUS / "gold.jsonl")
     args = parser.parse_args(argv)
+    if args.latency:
+        latency(args.latency, args.parts, args.threshold)
     for home in args.homes:
         if args.do_import and not (home / "collections" / "default" / "active").exists():
             granularity = "sentence" if "sentence" in home.name else "block"

@@ -21,6 +21,7 @@ from index.records import (
     RetrievalParams,
     SectionRecord,
     SnapshotManifest,
+    VectorLayout,
 )
 from index.snapshot import build_snapshot
 
@@ -105,18 +106,26 @@ def build_synthetic(
     seed: int = 7,
     parent: Path | None = None,
     extra_blocks: int = 0,
+    parts_per_block: int = 0,
 ) -> SnapshotManifest:
     """The snapshot of `n_blocks` synthetic blocks; `extra_blocks` > 0 adds one more document
     of that many blocks after them (the same first documents and vectors as without it, so
-    with `parent` the build is a one-document add)."""
+    with `parent` the build is a one-document add). `parts_per_block` > 0 stores that many
+    vectors per block (a sentence-window layout) instead of one."""
     rng = np.random.default_rng(seed)
     docs = list(_records(n_blocks))
     if extra_blocks:
         docs += list(_records(extra_blocks, first_doc=len(docs)))[:1]
     vectors = []
     for doc in docs:
-        v = rng.standard_normal((len(doc.blocks), dim)).astype(np.float32)
+        rows = len(doc.blocks) * max(1, parts_per_block)
+        v = rng.standard_normal((rows, dim)).astype(np.float32)
         vectors.append(v / np.linalg.norm(v, axis=1, keepdims=True))
+    counts = None
+    layout = None
+    if parts_per_block:
+        counts = [np.full(len(doc.blocks), parts_per_block) for doc in docs]
+        layout = VectorLayout(granularity="sentence", window=1, stride=1)
     manifest = SnapshotManifest(
         snapshot_id=directory.name,
         parent_id=None,
@@ -132,6 +141,7 @@ def build_synthetic(
             min_similarity=0.2,
             exact_search_max_blocks=exact_search_max_blocks,
         ),
+        vector_layout=layout,
     )
     return build_snapshot(
         directory,
@@ -142,4 +152,5 @@ def build_synthetic(
         k1=1.2,
         b=0.75,
         exact_search_max_blocks=exact_search_max_blocks,
+        part_counts=counts,
     )
