@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 # Still imported from here by actors/ingest.py.
 from engine.errors import ChunkError as ChunkError
+from engine.import_report import import_report
 from engine.parsing.model import LineBox, ParsedDocument, ParsedSection, unique_paths
 from engine.tokens import TokenCounter
 from index.records import BlockRecord, DocumentRecord, PageRect, SectionRecord
@@ -462,4 +463,5 @@ def chunk_document(
         chunker_version=version,
         sections=tuple(sections),
         blocks=tuple(blocks),
+        report=import_report(parsed),
     )

@@ -21,7 +21,7 @@ from engine.parsing.html import strip_site_suffix
 from engine.parsing.lang import detect_lang
 from engine.parsing.limits import ParseLimits
 from engine.parsing.lines import short_title
-from engine.parsing.model import ParsedDocument
+from engine.parsing.model import ParsedDocument, images_not_read
 from engine.parsing.sections import SectionBuilder
 
 _KIND = "Word document"
@@ -200,6 +200,32 @@ def _walk(doc: _Doc, container: ET.Element, builder: SectionBuilder) -> None:
             _walk(doc, child, builder)
 
 
+# A picture: DrawingML's pic:pic, or (in older files and fallbacks) VML's v:imagedata.
+_PICTURES = frozenset(
+    {
+        "{http://schemas.openxmlformats.org/drawingml/2006/picture}pic",
+        "{urn:schemas-microsoft-com:vml}imagedata",
+    }
+)
+
+
+def _images(root: ET.Element) -> int:
+    """Pictures under `root` (a body or a notes part), each once: of Word's two copies of a drawing
+    (mc:Choice and mc:Fallback), only the first is looked at."""
+    count = 0
+    stack = [root]
+    while stack:
+        el = stack.pop()
+        if el.tag in _PICTURES:
+            count += 1
+        if el.tag == f"{_MC}AlternateContent":
+            chosen = el.find(f"{_MC}Choice")
+            stack.extend([] if chosen is None else list(chosen))
+            continue
+        stack.extend(list(el))
+    return count
+
+
 def _roman(n: int) -> str:
     out = ""
     for value, letters in (
@@ -262,16 +288,18 @@ def _notes(
     lang: str,
     anchors: dict[str, str],
     builder: SectionBuilder,
-) -> None:
+) -> int:
     """Footnotes, endnotes and comments, each kind its own top-level section after the body;
     every note one paragraph that starts with the mark it has in the body, a comment with
-    its number, author and the text it is attached to."""
+    its number, author and the text it is attached to. Returns the pictures they hold."""
     titles = _NOTE_TITLES.get(lang, _NOTE_TITLES["en"])
     parts = _note_parts(zf, main)
+    images = 0
     for _, _, element, kind in _NOTE_PARTS:
         if kind not in parts:
             continue
         root = zf.read_xml(parts[kind])
+        images += _images(root)
         notes: list[tuple[int, str]] = []  # (order, text)
         for i, note in enumerate(root.iter(doc.tag(element))):
             if doc.attr(note, "type") in _NOTE_CHROME:
@@ -295,6 +323,7 @@ def _notes(
         if notes and builder.heading(titles[kind], 1):
             for _, text in sorted(notes):
                 builder.paragraph(text)
+    return images
 
 
 def _main_part(zf: SafeArchive) -> str:
@@ -354,6 +383,12 @@ def parse_docx(path: Path, limits: ParseLimits) -> ParsedDocument:
         _walk(doc, body, builder)
         title = title or builder.first_heading or path.stem
         lang = detect_lang(builder.texts())
-        _notes(doc, zf, main, lang, _comment_anchors(doc, body), builder)
+        images = _images(body) + _notes(doc, zf, main, lang, _comment_anchors(doc, body), builder)
     sections = builder.finish(title)
-    return ParsedDocument(title=title, lang=lang, format="docx", sections=sections)
+    return ParsedDocument(
+        title=title,
+        lang=lang,
+        format="docx",
+        sections=sections,
+        warnings=images_not_read(images, "document"),
+    )

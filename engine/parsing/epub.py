@@ -18,7 +18,7 @@ from engine.parsing.html import decode_html, feed_html, new_extractor, strip_sit
 from engine.parsing.lang import detect_lang
 from engine.parsing.limits import ParseLimits
 from engine.parsing.lines import short_title
-from engine.parsing.model import ParsedDocument
+from engine.parsing.model import ParsedDocument, images_not_read
 
 _KIND = "EPUB book"
 _CONTAINER = "{urn:oasis:names:tc:opendocument:xmlns:container}"
@@ -139,5 +139,9 @@ def parse_epub(path: Path, limits: ParseLimits) -> ParsedDocument:
     title = meta_title or builder.first_heading or path.stem
     sections = builder.finish(title)
     return ParsedDocument(
-        title=title, lang=detect_lang(builder.texts()), format="epub", sections=sections
+        title=title,
+        lang=detect_lang(builder.texts()),
+        format="epub",
+        sections=sections,
+        warnings=images_not_read(extractor.images, "book"),
     )

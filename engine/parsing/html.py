@@ -142,6 +142,7 @@ class HtmlExtractor(HTMLParser):
         self._table = 0
         self._row: list[str] | None = None
         self._cell: list[str] | None = None
+        self.images = 0  # pictures in the text (<img>, SVG <image>): their content is not read
 
     def reset_document(self) -> None:
         """Forget the previous document's parser state (EPUB feeds one per spine entry)."""
@@ -176,6 +177,8 @@ class HtmlExtractor(HTMLParser):
         if tag not in _VOID and self._skips(tag, attrs):
             self._skip_tag, self._skip_nest = tag, 1
             return
+        if tag in ("img", "image"):
+            self.images += 1
         if tag == "svg" and "svg" not in self._skip_tags:
             if not self._svg:
                 self._flush()
@@ -387,6 +390,7 @@ def _reporting(data: bytes, codec: str) -> DecodedText:
                 code="replaced_bytes",
                 message=f"Some bytes of this page are not valid {codec}; {count} places were "
                 "replaced with \ufffd, the rest was read as written.",
+                count=count,
             ),
         ),
     )

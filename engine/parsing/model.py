@@ -37,6 +37,7 @@ class ParseWarning(msgspec.Struct, frozen=True, kw_only=True):
     code: str  # machine reason, e.g. "replaced_bytes", "legacy_encoding"
     message: str  # a sentence a person understands
     pages: tuple[int, ...] = ()  # 1-based pages concerned (PDF), () when not page-bound
+    count: int = 0  # how many of what the code names (bytes, images, pages), 0 when unsaid
 
 
 class ParsedDocument(msgspec.Struct, frozen=True, kw_only=True):
@@ -52,6 +53,23 @@ class ParsedDocument(msgspec.Struct, frozen=True, kw_only=True):
     ocr_pages: tuple[tuple[int, float], ...] = ()
     pages_ocr: int = 0
     ocr_confidence: float | None = None  # over every recognised character; None without OCR
+    parse_seconds: float = 0.0  # time spent reading the file (summed over worker processes)
+
+
+def images_not_read(images: int, kind: str) -> tuple[ParseWarning, ...]:
+    """The warning for a book or document (`kind`) with `images` pictures, which are not
+    recognised: their text is not imported, and a person should know it is missing."""
+    if not images:
+        return ()
+    which = "1 image" if images == 1 else f"{images:,} images"
+    return (
+        ParseWarning(
+            code="images_not_read",
+            message=f"This {kind} has {which}; text shown inside images is not read, so it "
+            "is not in the library (captions and the text around them are).",
+            count=images,
+        ),
+    )
 
 
 def unexpected_failure(exc: Exception) -> ParseError:

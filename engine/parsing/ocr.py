@@ -471,11 +471,13 @@ class OcrOutcome(msgspec.Struct, frozen=True):
             out.append(
                 ParseWarning(
                     code="ocr_page_limit",
-                    message=f"{len(skipped):,} scanned pages were not recognised, more than the "
-                    f"{limit:,} pages a document may have recognised ({_pages_said(skipped)}); "
-                    "raise the limit under Settings, Scanned documents, and import it again "
-                    "to include them.",
+                    message=f"{_scanned_pages(len(skipped))} not recognised "
+                    f"({_pages_said(skipped)}): a document has at most {limit:,} "
+                    f"{'page' if limit == 1 else 'pages'} recognised. To include them, choose "
+                    "“Recognise all pages” for this document in the Library, or raise the "
+                    "limit under Settings, Scanned documents, and import it again.",
                     pages=tuple(skipped),
+                    count=len(skipped),
                 )
             )
         if self.failed:
@@ -515,6 +517,10 @@ def merged(parts: list[OcrOutcome], limit: int) -> OcrOutcome:
     skipped = sorted({*wanted[limit:], *(p for part in parts for p in part.skipped)})
     failed = sorted(p for part in parts for p in part.failed)
     return OcrOutcome(kept, tuple(skipped), tuple(failed))
+
+
+def _scanned_pages(n: int) -> str:
+    return "1 scanned page was" if n == 1 else f"{n:,} scanned pages were"
 
 
 def _pages_said(pages: list[int]) -> str:

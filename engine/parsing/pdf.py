@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import operator
 import re
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import pairwise
@@ -620,6 +621,10 @@ def _assemble(
             )
         )
     raw_pages, rejected = _screen(raw_pages, controls or [])
+    ocr = (ocr or OcrOutcome()).beside_text(any(raw_pages))
+    scanned = ocr.text_pages  # 0-based pages whose text comes from OCR
+    recognised = {p + 1 for p in scanned}
+    rejected = [p for p in rejected if p not in recognised]  # OCR read those
     if rejected:
         warnings.append(
             ParseWarning(
@@ -630,8 +635,6 @@ def _assemble(
                 pages=tuple(rejected),
             )
         )
-    ocr = (ocr or OcrOutcome()).beside_text(any(raw_pages))
-    scanned = ocr.text_pages  # 0-based pages whose text comes from OCR
     if not any(raw_pages) and damage == "cut_off" and not scanned:
         raise cut_off()
     pages = without_furniture(raw_pages)
@@ -720,6 +723,7 @@ class PdfPart(msgspec.Struct, frozen=True, kw_only=True):
     controls: list[int] = []  # per page, the control characters removed from its rows
     broken: list[int] = []  # 1-based numbers of the pages pymupdf failed to read
     ocr: OcrOutcome | None = None  # the range's pages recognised by OCR (engine/parsing/ocr.py)
+    seconds: float = 0.0  # time its worker spent reading the range
 
 
 def _stamp(path: Path) -> tuple[int, int]:
@@ -765,6 +769,7 @@ def parse_pdf_pages(path: Path, start: int, end: int, limits: ParseLimits | None
     """The rows of pages [start, end) (0-based), and the pages among them without usable text
     recognised by OCR as `limits` allow (by default, on); raises only ParseError."""
     path = Path(path)
+    started = time.perf_counter()
     try:
         stamp = _stamp(path)
         doc = open_pdf(path, pages_only=True)
@@ -778,7 +783,15 @@ def parse_pdf_pages(path: Path, start: int, end: int, limits: ParseLimits | None
         raise
     except Exception as exc:
         raise unexpected_failure(exc) from exc
-    return PdfPart(stamp=stamp, start=start, pages=pages, controls=controls, broken=broken, ocr=ocr)
+    return PdfPart(
+        stamp=stamp,
+        start=start,
+        pages=pages,
+        controls=controls,
+        broken=broken,
+        ocr=ocr,
+        seconds=round(time.perf_counter() - started, 3),
+    )
 
 
 def assemble_pdf(
@@ -787,6 +800,7 @@ def assemble_pdf(
     """The document from the rows of every range of `plan`, in any order; never reads the
     file. Raises only ParseError, "changed" when the parts were read from another version
     of the file than the plan."""
+    started = time.perf_counter()
     ordered = sorted(parts, key=lambda part: part.start)
     covered = [(part.start, part.start + len(part.pages)) for part in ordered]
     if covered != plan.ranges:
@@ -799,7 +813,7 @@ def assemble_pdf(
     raw_pages = [[_Row(*row) for row in rows] for part in ordered for rows in part.pages]
     controls = [n for part in ordered for n in (part.controls or [0] * len(part.pages))]
     try:
-        return _assemble(
+        parsed = _assemble(
             Path(path),
             limits,
             plan.page_count,
@@ -816,3 +830,5 @@ def assemble_pdf(
         raise
     except Exception as exc:
         raise unexpected_failure(exc) from exc
+    seconds = sum(part.seconds for part in ordered) + time.perf_counter() - started
+    return msgspec.structs.replace(parsed, parse_seconds=round(seconds, 3))

@@ -147,6 +147,7 @@ def with_replacements(data: bytes, text: str, bad: list[tuple[int, int]]) -> Dec
                 code="replaced_bytes",
                 message=f"{count} {noun} replaced with \ufffd ({where}); "
                 "the rest of the text was read as written.",
+                count=count,
             ),
         ),
     )

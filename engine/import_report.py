@@ -1,0 +1,59 @@
+"""The import report of one document: what parsing read (pages, characters, language, OCR)
+and what a person should know (warnings), summed up from the parsed document.
+
+Pure and cheap (one pass over the text); it runs where the record is made, in the parse
+worker, and never reads the file again.
+"""
+
+from __future__ import annotations
+
+import re
+
+from engine.parsing import ParsedDocument, ocr_engine_version
+from engine.parsing.ocr import LOW_CONFIDENCE
+from index.records import ImportReport, ImportWarning
+
+# The characters engine.parsing.lines.is_cjk names (scripts written without spaces), as one
+# class: a regex counts them in C, which matters for a book of millions of characters.
+_CJK = re.compile(
+    "[\u4e00-\u9fff\u3400-\u4dbf\u3000-\u30ff\uff00-\uffef\uf900-\ufaff"
+    "\U00020000-\U0002fa1f\u31c0-\u31ff\ufe30-\ufe4f]"
+)
+_SPACE = re.compile(r"\s")
+
+
+def import_report(parsed: ParsedDocument) -> ImportReport:
+    """The report of `parsed`, its parse time included."""
+    chars = cjk = spaces = 0
+    pages_with_text: set[int] = set()
+    for section in parsed.sections:
+        title = section.title.strip()
+        if title and section.page is not None:
+            pages_with_text.add(section.page)
+        for paragraph in section.paragraphs:
+            text = paragraph.text
+            if not text.strip():
+                continue
+            if paragraph.page is not None:
+                pages_with_text.add(paragraph.page)
+            chars += len(text)
+            cjk += len(_CJK.findall(text))
+            spaces += len(_SPACE.findall(text))
+    visible = chars - spaces
+    paged = parsed.pages is not None
+    return ImportReport(
+        pages=parsed.pages,
+        pages_with_text=len(pages_with_text) if paged else None,
+        pages_ocr=parsed.pages_ocr,
+        ocr_confidence=parsed.ocr_confidence,
+        low_confidence_pages=tuple(p for p, c in parsed.ocr_pages if c < LOW_CONFIDENCE),
+        ocr_engine=ocr_engine_version() if parsed.pages_ocr else "",
+        chars=chars,
+        cjk_share=round(cjk / visible, 3) if visible > 0 else 0.0,
+        lang=parsed.lang,
+        warnings=tuple(
+            ImportWarning(code=w.code, message=w.message, pages=w.pages, count=w.count)
+            for w in parsed.warnings
+        ),
+        parse_seconds=parsed.parse_seconds,
+    )

@@ -1,0 +1,51 @@
+"""The import report from real parses: pictures in books and Word documents said, a PDF's
+unreadable pages listed, characters, the CJK share and the language. (A scan's recognised
+pages and the OCR page limit: tests/actors/test_import_report.py, end to end.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.import_report import import_report
+from engine.parsing import ParseLimits, parse_file
+
+REALWORLD = Path(__file__).resolve().parents[1] / "realworld"
+NO_OCR = ParseLimits(ocr=False)
+
+
+def test_an_epub_with_pictures_says_how_many_were_not_read() -> None:
+    report = import_report(parse_file(REALWORLD / "epub" / "idpf-haruko-html-jpeg.epub"))
+    (warning,) = report.warnings
+    assert warning.code == "images_not_read" and warning.count == 12
+    assert "12 images" in warning.message
+    assert report.pages is None and report.pages_with_text is None  # a book has no pages
+    assert report.chars > 500 and report.pages_ocr == 0 and report.ocr_engine == ""
+    assert report.parse_seconds is not None and report.parse_seconds >= 0
+
+
+def test_an_epub_without_pictures_has_no_warning() -> None:
+    report = import_report(parse_file(REALWORLD / "epub" / "idpf-wasteland-otf-obf.epub"))
+    assert report.warnings == () and report.chars > 1000
+
+
+def test_a_docx_picture_in_a_comment_is_counted_once() -> None:
+    parsed = parse_file(REALWORLD / "docx" / "python-docx-comments-rich-para.docx")
+    (warning,) = import_report(parsed).warnings
+    assert (warning.code, warning.count) == ("images_not_read", 1)
+    assert "1 image;" in warning.message
+
+
+def test_a_pdf_with_unreadable_pages_lists_them_and_counts_the_pages_with_text() -> None:
+    report = import_report(parse_file(REALWORLD / "pdf" / "pdfjs-standard_fonts.pdf", NO_OCR))
+    (warning,) = report.warnings
+    assert warning.code == "unreadable_pages" and warning.pages == (13, 14)
+    assert (report.pages, report.pages_with_text, report.pages_ocr) == (14, 12, 0)
+    assert report.lang == "en" and report.cjk_share < 0.05 and report.ocr_confidence is None
+
+
+def test_chinese_text_has_its_share_and_language(tmp_path: Path) -> None:
+    path = tmp_path / "笔记.md"
+    path.write_text("# 第一章\n\n这是一段中文说明,讲的是 Python 的安装。\n", encoding="utf-8")
+    report = import_report(parse_file(path))
+    assert report.lang == "zh" and report.cjk_share > 0.6
+    assert report.chars == len("这是一段中文说明,讲的是 Python 的安装。") + len("第一章")
