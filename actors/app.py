@@ -475,6 +475,22 @@ class App(TraceMethods):
             )
         return [Path(origins[s]) for s in sources]
 
+    def recognise_all_pages(
+        self, sources: Sequence[str], collection: str | None = None
+    ) -> list[Path]:
+        """The files of the documents `sources`, to import again with every scanned page
+        recognised (past ingest.ocr_max_pages); the choice is kept for their later imports."""
+        name = self.resolve_collection(collection)
+        paths = self.retry_paths(sources, name)
+        Overrides(self.data, name).recognise_all_pages(sources)
+        return paths
+
+    def recognise_all_pages_of(self, paths: Sequence[Path], collection: str | None = None) -> None:
+        """Every scanned page of the documents an import of `paths` names is to be recognised,
+        past ingest.ocr_max_pages, from that import on."""
+        found = origins_of(paths)
+        Overrides(self.data, self.resolve_collection(collection)).recognise_all_pages(found)
+
     def upload_path(self, filename: str, collection: str | None = None) -> Path:
         """Where an uploaded file is kept (its name cleaned so it cannot leave the folder)."""
         name = _UPLOAD_NAME.sub("_", Path(filename.replace("\\", "/")).name).strip(" .")

@@ -59,6 +59,7 @@ from index.records import (
     DocumentRecord,
     FailedDocument,
     FailureStage,
+    ImportReport,
     ManifestDocument,
     SkippedFile,
     SnapshotManifest,
@@ -212,6 +213,7 @@ class Ingest:
         )
         self.parse_pool = parse_pool or ParsePool()  # the running App's, else this import's
         self._rank: dict[str, int] = {}  # parse order: the largest document first
+        self._ocr_all: frozenset[str] | None = None  # sources to OCR whole, read on first use
 
     # -- entry points ------------------------------------------------------------------------
     def _parser_versions(self) -> dict[str, str]:
@@ -256,6 +258,7 @@ class Ingest:
                 {source: e.record.content_hash for source, e in batch.ok.items()},
                 batch.failed,
                 removals,
+                renewed=[source for source, e in batch.ok.items() if not e.reused],
             )
             result = await self._build(parent, plan, batch, skipped)
         self.journal.finish()
@@ -339,9 +342,11 @@ class Ingest:
         except OSError as exc:
             self._fail(batch, target, "read", *read_failure(exc))
             return None
+        limits = self._limits_for(target.source)
+        every_page = limits is not self.limits  # a person asked for every scanned page
         if parent is not None and parent_docs is not None:
             doc = parent_docs.carried(target.source, content_hash)
-            if doc is not None:
+            if doc is not None and not (every_page and _pages_left(parent.documents[doc].report)):
                 record = await anyio.to_thread.run_sync(record_from_snapshot, parent, doc)
                 self.report.parsed(target.source, record, reused=True)
                 return _Parsed(target, record, reused=True)
@@ -355,7 +360,7 @@ class Ingest:
             self.counter.version,
         )
         cached: DocumentRecord | None = await anyio.to_thread.run_sync(self.documents.get, key)
-        if cached is not None:
+        if cached is not None and not (every_page and _pages_left(cached.report)):
             if cached.source != target.source:  # the same bytes imported under another name
                 cached = msgspec.structs.replace(
                     cached, source=target.source, source_label=target.source
@@ -372,7 +377,7 @@ class Ingest:
             with anyio.fail_after(PARSE_TIMEOUT_S):
                 finished = await self.parse_pool.document(
                     target.path,
-                    self.limits,
+                    limits,
                     self._rank.get(target.source, 0),
                     chunking,
                     on_pages=lambda read, total: self.report.pages_read(target.source, read, total),
@@ -425,6 +430,15 @@ class Ingest:
         except EmbeddingError:
             return None
         return outcome.vectors
+
+    def _limits_for(self, source: str) -> ParseLimits:
+        """This run's limits; for a document a person asked to have every scanned page
+        recognised (actors/overrides.py), the OCR page limit lifted."""
+        if self._ocr_all is None:
+            self._ocr_all = Overrides(self.data, self.collection).ocr_all_sources()
+        if source not in self._ocr_all:
+            return self.limits
+        return msgspec.structs.replace(self.limits, ocr_max_pages=self.limits.max_pages)
 
     async def _embed_stage(
         self,
@@ -690,6 +704,11 @@ class _EmbeddingProgress:
         cached = round(progress.cache_hits * self._blocks_per_text)
         tokens = progress.tokens or round((done - cached) * self._per_block)
         self._report.embedding(self._source, done, tokens, cached=cached)
+
+
+def _pages_left(report: ImportReport | None) -> bool:
+    """The OCR page limit left scanned pages of this document unrecognised."""
+    return report is not None and any(w.code == "ocr_page_limit" for w in report.warnings)
 
 
 def _prepared_for(

@@ -1,8 +1,9 @@
-"""A person's edits of document metadata — title, source label, aliases — per collection.
+"""A person's edits of document metadata — title, source label, aliases — per collection, and
+one per-document import choice: recognise every scanned page (past the OCR page limit).
 
 Kept in collections/<name>/overrides.json, keyed by source (a document's identity in its
 collection), and applied to every document record that enters a snapshot, so an edit survives
-re-importing the file. Only metadata: text, blocks and vectors are never touched here.
+re-importing the file. Text, blocks and vectors are never touched here.
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ class DocumentOverride(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=
     title: str | None = None
     source_label: str | None = None
     aliases: tuple[str, ...] | None = None
+    # Recognise every scanned page of this document, past ingest.ocr_max_pages: the one
+    # setting kept here that is not metadata; the import reads it (ocr_all_sources), `apply`
+    # leaves records alone.
+    ocr_all_pages: bool | None = None
 
     def apply(self, record: DocumentRecord) -> DocumentRecord:
         changes: dict[str, object] = {}
@@ -116,6 +121,9 @@ class Overrides:
                 edit.source_label if edit.source_label is not None else current.source_label
             ),
             aliases=edit.aliases if edit.aliases is not None else current.aliases,
+            ocr_all_pages=(
+                edit.ocr_all_pages if edit.ocr_all_pages is not None else current.ocr_all_pages
+            ),
         )
 
     def save(self, source: str, override: DocumentOverride) -> None:
@@ -128,6 +136,18 @@ class Overrides:
         kept = {s: o for s, o in documents.items() if s not in gone}
         if kept != documents:
             self._write(kept)
+
+    def ocr_all_sources(self) -> frozenset[str]:
+        """The documents whose every scanned page is to be recognised, whatever the limit."""
+        return frozenset(s for s, o in self.load().items() if o.ocr_all_pages)
+
+    def recognise_all_pages(self, sources: Iterable[str]) -> None:
+        """Lift the OCR page limit for `sources` from their next import on."""
+        documents = self.load()
+        for source in sources:
+            current = documents.get(source, DocumentOverride())
+            documents[source] = msgspec.structs.replace(current, ocr_all_pages=True)
+        self._write(documents)
 
     def apply(self, records: Sequence[DocumentRecord]) -> list[DocumentRecord]:
         """`records` with the person's edits applied (records without one are unchanged)."""

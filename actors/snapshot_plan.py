@@ -79,17 +79,23 @@ def plan_snapshot(
     imported: Mapping[str, str],
     failed: Mapping[str, FailedDocument],
     removals: Iterable[str],
+    renewed: Iterable[str] = (),
 ) -> SnapshotPlan:
     """Decide the next snapshot.
 
     `imported` maps each document of this run that succeeded to its content hash; `failed`
     holds this run's failures by source, in the order they happened; `removals` are sources
     taken out. A document imported in this run stays even when the run also removes it.
+    `renewed` are documents of this run read again although their bytes did not change (every
+    scanned page recognised this time): they replace the parent's.
     """
     removed = set(removals)
+    again = set(renewed)
     by_source = parent.by_source if parent is not None else {}
     reused = tuple(
-        s for s, h in imported.items() if parent is not None and parent.carried(s, h) is not None
+        s
+        for s, h in imported.items()
+        if s not in again and parent is not None and parent.carried(s, h) is not None
     )
     failed_before = {f.source for f in parent.failed} if parent is not None else set()
     # A removal changes the snapshot when it takes out a document or a disclosed failure.

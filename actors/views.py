@@ -11,6 +11,10 @@ from typing import Literal
 import msgspec
 
 from index.records import FailedDocument, SkippedFile, SnapshotManifest
+
+# A document's import report, as the front ends read it (DocumentView.report).
+from index.records import ImportReport as ImportReport
+from index.records import ImportWarning as ImportWarning
 from index.snapshot import Snapshot
 
 
@@ -25,6 +29,7 @@ class ActiveSnapshotInfo(msgspec.Struct, kw_only=True):
     created_at: str
     parent_id: str | None = None
     embedding: str = ""
+    documents_with_warnings: int = 0  # imported, with something in their report to read
 
 
 class StatusReport(msgspec.Struct, kw_only=True):
@@ -45,6 +50,7 @@ class DocumentView(msgspec.Struct, frozen=True, kw_only=True):
     sections: int
     source_label: str = ""
     aliases: tuple[str, ...] = ()
+    report: ImportReport | None = None  # None: imported before import reports were kept
 
 
 class OutlineEntry(msgspec.Struct, frozen=True, kw_only=True):
@@ -122,6 +128,7 @@ def active_info(m: SnapshotManifest) -> ActiveSnapshotInfo:
         created_at=m.created_at,
         parent_id=m.parent_id,
         embedding=f"{m.embedding.provider}:{m.embedding.model}" if m.embedding else "",
+        documents_with_warnings=sum(1 for d in m.documents if d.warnings),
     )
 
 
@@ -138,8 +145,9 @@ def documents_of(snap: Snapshot) -> list[DocumentView]:
             sections=len(d.sections),
             source_label=d.source_label,
             aliases=tuple(d.aliases),
+            report=snap.import_report(i),
         )
-        for d in sorted(snap.documents, key=lambda d: (d.source, d.title))
+        for i, d in sorted(enumerate(snap.documents), key=lambda e: (e[1].source, e[1].title))
     ]
 
 
