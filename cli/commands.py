@@ -181,6 +181,8 @@ async def cmd_import(app: App, args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if not paths:
         err.print("resuming the interrupted import…")
+    if args.ocr_all_pages:
+        app.recognise_all_pages_of(paths, args.collection)
     view = _ProgressView(enabled=(not args.json and err.is_terminal) or args.progress)
     with view.progress:
         job = app.start_import(paths, args.collection, wait_for_writer_s=args.wait)
@@ -259,6 +261,12 @@ async def cmd_status(app: App, args: argparse.Namespace) -> int:
             out.print(f"  [red]missing[/] {escape(line)}")
         if a.skipped:
             out.print(f"  {len(a.skipped)} files skipped (unsupported type)")
+        if a.documents_with_warnings:
+            n = a.documents_with_warnings
+            out.print(
+                f"  {_plural(n, 'document', 'documents')} imported with warnings: see "
+                "`citewise documents show DOC`"
+            )
     if report.import_:
         p = report.import_
         out.print(
@@ -379,7 +387,12 @@ async def cmd_collections(app: App, args: argparse.Namespace) -> int:
 
 
 async def cmd_documents(app: App, args: argparse.Namespace) -> int:
-    """`documents list`, and `documents edit DOC` (title, source label, aliases)."""
+    """`documents list`, `documents show DOC` (its import report), and `documents edit DOC`
+    (title, source label, aliases)."""
+    if args.action == "show":
+        from cli.report import show_document
+
+        return show_document(app, args)
     if args.action == "list":
         if args.doc is not None:
             raise AppError("`citewise documents list` takes no document")
@@ -446,6 +459,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="*", help="files or folders (folders are searched recursively)")
     p.add_argument("--wait", type=float, default=0.0, help="seconds to wait for another writer")
     p.add_argument("--progress", action="store_true", help="show the progress bar even when piped")
+    p.add_argument(
+        "--ocr-all-pages",
+        action="store_true",
+        help="recognise every scanned page of these documents, past ingest.ocr_max_pages "
+        "(kept for their later imports)",
+    )
     p.set_defaults(func=cmd_import)
 
     p = sub.add_parser("status", parents=[common], help="the active snapshot and any import")
@@ -467,10 +486,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_collections)
 
     p = sub.add_parser(
-        "documents", parents=[common], help="list documents, or edit a title and aliases"
+        "documents",
+        parents=[common],
+        help="list documents, show one's import report, or edit a title and aliases",
     )
-    p.add_argument("action", choices=["list", "edit"])
-    p.add_argument("doc", nargs="?", metavar="DOC", help="edit: a doc_id or a document's source")
+    p.add_argument("action", choices=["list", "show", "edit"])
+    p.add_argument(
+        "doc", nargs="?", metavar="DOC", help="show, edit: a doc_id or a document's source"
+    )
     p.add_argument("--title", help="edit: the title to show and cite")
     p.add_argument("--label", help="edit: the source label (how the source is named)")
     p.add_argument(
