@@ -435,3 +435,32 @@ def test_coverage_without_evidence_is_scored_on_its_sections_and_unknown_kinds_a
     (warning,) = [w for w in doc["warnings"] if "timeline" in w]
     assert "q-new" in warning and "line 5" in warning
     assert not any(q["id"] == "q-cover" for q in doc["retrieval"]["rows"])  # no quotes: no recall
+
+
+def test_baseline_1_1_0_is_evaluated_beside_1_0_0_and_only_it_names_the_languages(
+    home: Path,
+    gold: Path,
+    chat_server: ChatServer,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CITEWISE_CHAT_BASE_URL", chat_server.url)
+    systems: list[str] = []
+
+    def recording(question: str, blocks: list[dict[str, Any]], system: str, n: int) -> str:
+        systems.append(system)
+        return honest(question, blocks, system, n)
+
+    script(chat_server, recording)
+    code, doc, err = cli(
+        capsys, "eval", str(gold), "--compare", "baseline@1.0.0", "baseline@1.1.0", "--json"
+    )
+    assert code == 0, err
+    comparison = doc["compare"]["comparison"]
+    assert (comparison["a"], comparison["b"]) == ("baseline@1.0.0", "baseline@1.1.0")
+    assert comparison["changed"] == [] and comparison["regressed"] == []
+    assert doc["answers"]["pass_rate"] == doc["compare"]["answers_b"]["pass_rate"] == 1.0
+    languages = "Languages of its documents: English (en): 1 document; Chinese (zh): 1 document."
+    named = [s for s in systems if languages in s]
+    assert named and len(named) == len(systems) // 2  # every 1.1.0 run, no 1.0.0 run
+    assert all("search with a query\n   in the documents' language" in s for s in named)
