@@ -91,15 +91,15 @@ def _progress_detail(p: ImportProgress) -> str:
         parts[0] += f" ({p.documents_failed} failed)"
     if p.pages_total:
         parts.append(f"{p.pages:,}/{p.pages_total:,} pages read")
-    if p.ocr_pages_total:
-        parts.append(f"{p.ocr_pages:,}/{p.ocr_pages_total:,} scanned pages recognised")
-        if p.ocr_pages_cached:
-            parts.append(f"{p.ocr_pages_cached:,} recognised before")
     if p.blocks_to_embed or len(parts) == 1:  # no "0/0 blocks" before any is chunked
         parts.append(f"{p.blocks_embedded:,}/{p.blocks_to_embed:,} blocks embedded")
         parts.append(f"{p.embedding_tokens:,} emb tokens")
     if p.blocks_cached:
         parts.append(f"{p.blocks_cached:,} already embedded")
+    if p.ocr_pages_total:  # after the blocks: a scan is a part of the pages read
+        parts.append(f"{p.ocr_pages:,}/{p.ocr_pages_total:,} scanned pages recognised")
+        if p.ocr_pages_cached:
+            parts.append(f"{p.ocr_pages_cached:,} recognised before")
     return " · ".join(parts)
 
 

@@ -69,12 +69,6 @@ def work_line(t: Texts, p: ImportProgress) -> str:
     parts = []
     if p.pages_total:
         parts.append(t("lib.progress.pages", done=_count(p.pages), total=_count(p.pages_total)))
-    if p.ocr_pages_total:
-        parts.append(
-            t("lib.progress.ocr", done=_count(p.ocr_pages), total=_count(p.ocr_pages_total))
-        )
-        if p.ocr_pages_cached:
-            parts.append(t("lib.progress.ocr_cached", n=_count(p.ocr_pages_cached)))
     if p.blocks_to_embed or not parts:  # no "0 / 0 blocks" before any is chunked
         parts.append(
             t(
@@ -86,6 +80,12 @@ def work_line(t: Texts, p: ImportProgress) -> str:
         parts.append(t("lib.progress.tokens", tokens=_count(p.embedding_tokens)))
     if p.blocks_cached:
         parts.append(t("lib.progress.cached", n=_count(p.blocks_cached)))
+    if p.ocr_pages_total:  # after the blocks: a scan is a part of the pages read
+        parts.append(
+            t("lib.progress.ocr", done=_count(p.ocr_pages), total=_count(p.ocr_pages_total))
+        )
+        if p.ocr_pages_cached:
+            parts.append(t("lib.progress.ocr_cached", n=_count(p.ocr_pages_cached)))
     return " · ".join(parts)
 
 

@@ -32,7 +32,7 @@ def test_scanned_pages_being_recognised_show_their_own_pace_and_count() -> None:
     )
     assert eta_line(Texts("en"), p) == "About 28 s left · 0.2 scanned pages a second"
     assert eta_line(Texts("zh"), p) == "预计还需 28 秒 · 每秒识别 0.2 页"
-    assert work_line(Texts("en"), p).startswith("3 / 10 scanned pages recognised")
+    assert work_line(Texts("en"), p).endswith("3 / 10 scanned pages recognised")
 
 
 def test_a_resumed_import_says_what_it_kept_in_both_languages() -> None:
