@@ -240,6 +240,19 @@ async def cmd_remove(app: App, args: argparse.Namespace) -> int:
 
 # -- status and snapshots ---------------------------------------------------------------------
 async def cmd_status(app: App, args: argparse.Namespace) -> int:
+    return _print_status(app, args)
+
+
+def status_now(args: argparse.Namespace) -> int:
+    """`status` reads a few small files: it runs with no event loop and no actors (no trace
+    writer, no workers), after the same start gate as every command."""
+    from actors import App
+
+    data_gate(args.command)
+    return _print_status(App.from_environment(), args)
+
+
+def _print_status(app: App, args: argparse.Namespace) -> int:
     report = app.status(args.collection)
     if args.json:
         emit_json(report)
@@ -468,7 +481,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_import)
 
     p = sub.add_parser("status", parents=[common], help="the active snapshot and any import")
-    p.set_defaults(func=cmd_status)
+    p.set_defaults(func=cmd_status, plain_func=status_now)
 
     p = sub.add_parser("snapshots", parents=[common], help="list, activate, verify, gc")
     p.add_argument("action", nargs="?", choices=["list", "activate", "verify", "gc"])
@@ -545,6 +558,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     try:
+        if getattr(args, "plain_func", None):
+            plain: int = args.plain_func(args)
+            return plain
         import anyio
 
         return anyio.run(_run, args.func, args, backend="trio")

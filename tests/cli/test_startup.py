@@ -1,6 +1,6 @@
 """What a command loads before it answers: `--version` and `--help` import no app, and `status`
-no parser, UI, OCR runtime or vector library (each measured in a fresh process, as a user runs
-them; bench/bench_startup.py times them)."""
+no parser, UI, OCR runtime, vector library, event loop or HTTP client (each in a fresh
+process, as a user runs it; bench/bench_startup.py times them)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,19 @@ import pytest
 
 from tests.corpus import REPO
 
-HEAVY = ("pymupdf", "fitz", "nicegui", "onnxruntime", "usearch", "rapidocr_onnxruntime", "cv2")
+# The parsers, the UI, the OCR runtime, the vector library; and for these three commands also
+# the event loop and the HTTP client (status reads a few files: no actors, no network code).
+HEAVY = (
+    "pymupdf",
+    "fitz",
+    "nicegui",
+    "onnxruntime",
+    "usearch",
+    "rapidocr_onnxruntime",
+    "cv2",
+    "trio",
+    "httpx",
+)
 PROBE = """
 import json, sys
 from cli import main
@@ -53,7 +65,7 @@ def test_version_and_help_load_no_app(tmp_path: Path, argv: list[str]) -> None:
     assert set(loaded["app"]) <= {"actors.errors"}  # no App: the parser, the version, errors
 
 
-def test_status_loads_no_parser_ui_ocr_runtime_or_vector_library(tmp_path: Path) -> None:
+def test_status_loads_no_parser_ui_ocr_runtime_vector_library_or_event_loop(tmp_path: Path) -> None:
     loaded = _loaded(tmp_path, "status", "--json")
     assert loaded["heavy"] == []
     assert "actors.app" in loaded["app"]  # it did open the app
