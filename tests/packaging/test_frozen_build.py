@@ -52,7 +52,7 @@ def built() -> Path:
     done = subprocess.run(
         [str(REPO / "packaging" / "build.sh")],
         cwd=REPO,
-        env=smoke.clean_env(),
+        env=smoke.clean_env(CITEWISE_BUILD_DIR=str(BUILD_DIR)),  # where the checks look
         capture_output=True,
         text=True,
         timeout=BUILD_TIMEOUT_S,
