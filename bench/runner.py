@@ -73,6 +73,7 @@ BENCHMARKS: dict[str, str] = {
     "bm25_peers": "bench.bench_retrieval:bm25_peers",
     "scan_throughput": "bench.bench_retrieval:scan_throughput",
     "list_blocks_cost": "bench.bench_retrieval:list_blocks_cost",
+    "retrieval_quality": "bench.bench_retrieval_quality:retrieval_quality",
     "trace_throughput": "bench.bench_trace:spans_per_second",
     "trace_overhead": "bench.bench_trace:tracing_overhead",
     "trace_answer_latency": "bench.bench_trace:answer_latency",

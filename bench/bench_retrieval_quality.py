@@ -1,0 +1,429 @@
+"""Retrieval quality on real questions, measured on held-apart halves (issue 21): recall@5,
+recall@10 and MRR by kind for the keyword list alone, the vector list alone and hybrid search,
+on the shared gold set and the second set (tests/fixtures/gold/second.jsonl); keyword-side
+variants (jieba word segmentation added to CJK bigrams, Snowball English stems added to words),
+each on and off; and a grid of fusion settings chosen on one half and reported on the other.
+
+Halves split questions by the parity of the number their id ends with (odd = A, even = B).
+A setting is chosen on one half of both sets pooled (recall@5, then MRR, then the shipped
+default) and reported on the other half of each set, both ways round. The snapshot is only read:
+keyword variants are BM25 indexes built beside it in a temporary directory from its own blocks.
+
+    .venv/bin/python -m bench.bench_retrieval_quality --home DATA_DIR [--json OUT.json]
+
+DATA_DIR holds the shared corpus imported (`CITEWISE_HOME=DATA_DIR citewise import
+../shared/corpus/docs`); `citewise bench retrieval_quality` imports it into a temporary one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import itertools
+import json
+import re
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from bench.runner import CORPUS, REPO, Report
+from engine.embedding import LocalEmbedding
+from engine.evaluation.gold import GoldItem, load_gold, normalize
+from engine.tools import retrieval
+from engine.tools.retrieval import DEFAULT_FUSION, Fusion, Mode, search
+from index import bm25
+from index.bm25 import Bm25Index, write_bm25
+from index.records import RetrievalParams
+from index.snapshot import Snapshot
+from index.textnorm import fold, folded_tokens, query_tokens
+
+SETS = {"shared": CORPUS / "gold.jsonl", "second": REPO / "tests/fixtures/gold/second.jsonl"}
+MODES: tuple[Mode, ...] = ("keyword", "vector", "hybrid")
+KEYWORD_MODES: tuple[Mode, ...] = ("keyword", "hybrid")  # the modes a keyword variant changes
+KINDS = ("paraphrase", "cross_lingual", "compare", "fact", "coverage")
+NONSENSE = (
+    "xqzv blorft wumpus glarbage",
+    "？？？！！！。。。",
+    "的了吗呢吧",
+    "the of and to is",
+    "zzzzqqqq 鑫鑫鑫鑫",
+)
+_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]{2,}")
+_LATIN_WORD = re.compile(r"[a-z]{3,}")
+
+
+# -- keyword-side variants ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    segment: bool  # jieba words (2+ characters) of each CJK run, besides its bigrams
+    stem: bool  # the Snowball English stem of each Latin word, when it differs from the word
+    # The keyword query before the informative-term filter: only English function words
+    # dropped, and every token kept when nothing else is left.
+    old_terms: bool = False
+
+
+VARIANTS = (
+    Variant("bigrams", False, False),
+    Variant("bigrams+jieba", True, False),
+    Variant("bigrams+stem", False, True),
+    Variant("bigrams+jieba+stem", True, True),
+    Variant("bigrams, old term filter", False, False, old_terms=True),
+)
+
+
+def _old_keyword_query(query: str) -> tuple[list[str], list[str]]:
+    tokens = query_tokens(query)
+    kept = [t for t in tokens if t not in retrieval.STOP_WORDS]
+    if not kept:
+        return tokens, []
+    return kept, [t for t in tokens if t in retrieval.STOP_WORDS]
+
+
+def _extras(variant: Variant) -> Callable[[str], list[str]]:
+    """The tokens a variant adds to those of folded text."""
+    if not (variant.segment or variant.stem):
+        return lambda folded: []
+    import jieba
+    import snowballstemmer
+
+    jieba.setLogLevel(60)
+    stemmer = snowballstemmer.stemmer("english")
+
+    def extras(folded: str) -> list[str]:
+        out: list[str] = []
+        if variant.segment:
+            for run in _CJK_RUN.findall(folded):
+                out.extend(w for w in jieba.lcut(run, HMM=False) if len(w) >= 2)
+        if variant.stem:
+            for word in _LATIN_WORD.findall(folded):
+                stem = stemmer.stemWord(word)
+                if stem != word:
+                    out.append(stem)
+        return out
+
+    return extras
+
+
+@contextlib.contextmanager
+def keyword_variant(snapshot: Snapshot, variant: Variant, tmp: Path) -> Iterator[None]:
+    """Search `snapshot` with the body BM25 index and query tokens of `variant`."""
+    if variant.old_terms:
+        shipped = retrieval.keyword_query
+        retrieval.keyword_query = _old_keyword_query
+        try:
+            yield
+        finally:
+            retrieval.keyword_query = shipped
+        return
+    if not (variant.segment or variant.stem):
+        yield
+        return
+    extras = _extras(variant)
+    token_lists = []
+    for ordinal in range(snapshot.n_blocks):
+        block = snapshot.block(ordinal)
+        title = snapshot.documents[block.doc].sections[block.section].title
+        folded_title, folded_text = fold(title), fold(block.text)
+        token_lists.append(
+            folded_tokens(folded_title)
+            + folded_tokens(folded_text)
+            + extras(folded_title)
+            + extras(folded_text)
+        )
+    params = snapshot.manifest.retrieval
+    assert params is not None
+    directory = tmp / variant.name
+    directory.mkdir()
+    _, stats = write_bm25(directory, token_lists, k1=params.bm25_k1, b=params.bm25_b)
+    files = [(directory / name).read_bytes() for name in bm25.FILES]
+    index = Bm25Index(stats, *files)
+    original_index, original_query = snapshot._bm25, retrieval.keyword_query
+
+    def keyword_query(query: str) -> tuple[list[str], list[str]]:
+        tokens, dropped = original_query(query)
+        added = [t for t in extras(fold(query)) if t not in tokens]
+        return tokens + added, dropped
+
+    snapshot._bm25 = index
+    retrieval.keyword_query = keyword_query
+    try:
+        yield
+    finally:
+        snapshot._bm25 = original_index
+        retrieval.keyword_query = original_query
+
+
+# -- scoring ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Question:
+    set: str
+    item: GoldItem
+    vector: npt.NDArray[np.float32]
+    quotes: tuple[str, ...]
+
+    @property
+    def half(self) -> str:
+        digits = re.search(r"(\d+)$", self.item.id)
+        return "A" if digits and int(digits.group(1)) % 2 else "B"
+
+
+def questions(snapshot: Snapshot) -> list[Question]:
+    embedder = LocalEmbedding()
+    if embedder.spec != snapshot.manifest.embedding:
+        raise SystemExit("the snapshot was not built with the built-in embedding model")
+    out: list[Question] = []
+    for name, path in SETS.items():
+        items = [i for i in load_gold(path).items if i.is_retrieval]
+        vectors = anyio.run(embedder.embed, [i.question for i in items]).vectors
+        for item, vector in zip(items, vectors, strict=True):
+            quotes = tuple(normalize(e.quote) for e in item.evidence)
+            out.append(Question(name, item, np.asarray(vector, dtype=np.float32), quotes))
+    return out
+
+
+COLUMNS = ("n", "recall@5", "recall@10", "mrr")
+
+
+def _key(q: Question) -> str:
+    return f"{q.set}/{q.item.id}"
+
+
+Ranks = dict[str, tuple[int | None, int | None]]  # question id -> (rank in top 5, in top 10)
+
+
+def ranks(
+    snapshot: Snapshot, qs: Sequence[Question], mode: Mode, params: RetrievalParams, fusion: Fusion
+) -> Ranks:
+    out: Ranks = {}
+    folded: dict[int, str] = {}
+    for q in qs:
+        found: list[int | None] = []
+        for k in (5, 10):
+            at_k = msgspec.structs.replace(params, top_k=k)
+            ordinals = search(snapshot, q.item.question, q.vector, None, at_k, mode, fusion)
+            rank = None
+            for r, ordinal in enumerate(ordinals.ordinals, start=1):
+                text = folded.get(ordinal)
+                if text is None:
+                    text = folded[ordinal] = normalize(snapshot.block(ordinal).text)
+                if any(quote in text for quote in q.quotes):
+                    rank = r
+                    break
+            found.append(rank)
+        out[f"{q.set}/{q.item.id}"] = (found[0], found[1])
+    return out
+
+
+def rates(qs: Sequence[Question], found: Ranks) -> dict[str, float]:
+    if not qs:
+        return {"n": 0, "recall@5": 0.0, "recall@10": 0.0, "mrr": 0.0}
+    rows = [found[f"{q.set}/{q.item.id}"] for q in qs]
+    n = len(rows)
+    return {
+        "n": n,
+        "recall@5": round(sum(1 for r5, _ in rows if r5 is not None) / n, 3),
+        "recall@10": round(sum(1 for _, r10 in rows if r10 is not None) / n, 3),
+        "mrr": round(sum(1.0 / r5 for r5, _ in rows if r5 is not None) / n, 3),
+    }
+
+
+def by_kind(qs: Sequence[Question], found: Ranks) -> dict[str, dict[str, float]]:
+    table = {"all": rates(qs, found)}
+    for kind in KINDS:
+        mine = [q for q in qs if q.item.kind == kind]
+        if mine:
+            table[kind] = rates(mine, found)
+    same = [q for q in qs if q.item.kind != "cross_lingual"]
+    table["same_language"] = rates(same, found)
+    return table
+
+
+def _choose(
+    qs: Sequence[Question], results: dict[Any, Ranks], default: Any
+) -> tuple[Any, dict[str, float]]:
+    """The setting with the best recall@5, then MRR, on `qs`; the default wins ties."""
+
+    def key(setting: Any) -> tuple[float, float, bool]:
+        r = rates(qs, results[setting])
+        return (r["recall@5"], r["mrr"], setting == default)
+
+    best = max(results, key=key)
+    return best, rates(qs, results[best])
+
+
+# -- the run ----------------------------------------------------------------------------------
+
+DEPTHS = (2, 4, 8)  # Fusion.depth_per_result
+RRF_KS = (10, 30, 60)
+KEYWORD_WEIGHTS = (0.5, 1.0, 1.5, 2.0)  # the vector list's weight stays 1
+GRID_NAMES = ("depth_per_result", "rrf_k", "keyword_weight")
+
+
+def measure(snapshot: Snapshot, report: Report) -> dict[str, Any]:
+    params = snapshot.manifest.retrieval
+    assert params is not None
+    qs = questions(snapshot)
+    halves = {h: [q for q in qs if q.half == h] for h in ("A", "B")}
+    out: dict[str, Any] = {"questions": {s: sum(1 for q in qs if q.set == s) for s in SETS}}
+
+    # 1. Keyword variants, each list and hybrid, shipped fusion.
+    variant_ranks: dict[tuple[str, Mode], Ranks] = {}
+    with tempfile.TemporaryDirectory(prefix="citewise-quality-") as tmp:
+        for variant in VARIANTS:
+            with keyword_variant(snapshot, variant, Path(tmp)):
+                for mode in KEYWORD_MODES:
+                    variant_ranks[variant.name, mode] = ranks(
+                        snapshot, qs, mode, params, DEFAULT_FUSION
+                    )
+                nonsense = {
+                    text: retrieval.search(snapshot, text, None, None, params, "keyword")
+                    for text in NONSENSE
+                }
+                out.setdefault("nonsense_keyword_candidates", {})[variant.name] = {
+                    text: o.trace.keyword_candidates for text, o in nonsense.items()
+                }
+    vector_ranks = ranks(snapshot, qs, "vector", params, DEFAULT_FUSION)
+    for variant in VARIANTS:
+        variant_ranks[variant.name, "vector"] = vector_ranks
+
+    variants: dict[str, Any] = {}
+    for mode in KEYWORD_MODES:
+        results = {v.name: variant_ranks[v.name, mode] for v in VARIANTS}
+        for chosen_on, reported_on in (("A", "B"), ("B", "A")):
+            best, _ = _choose(halves[chosen_on], results, VARIANTS[0].name)
+            variants[f"{mode}: chosen on {chosen_on}"] = {
+                "chosen": best,
+                "held-out": {
+                    s: rates([q for q in halves[reported_on] if q.set == s], results[best])
+                    for s in SETS
+                },
+                "held-out, shipped": {
+                    s: rates(
+                        [q for q in halves[reported_on] if q.set == s], results[VARIANTS[0].name]
+                    )
+                    for s in SETS
+                },
+            }
+        for v in VARIANTS:
+            variants[f"{mode}: {v.name}, all questions"] = {
+                s: rates([q for q in qs if q.set == s], variant_ranks[v.name, mode]) for s in SETS
+            }
+    out["keyword_variants"] = variants
+
+    # 2. Fusion grid on the shipped tokenizer.
+    grid: dict[tuple[int, int, float], Ranks] = {}
+    for depth, rrf_k, weight in itertools.product(DEPTHS, RRF_KS, KEYWORD_WEIGHTS):
+        fusion = Fusion(depth_per_result=depth, keyword_weight=weight)
+        p = msgspec.structs.replace(params, rrf_k=rrf_k)
+        grid[depth, rrf_k, weight] = ranks(snapshot, qs, "hybrid", p, fusion)
+    default = (DEFAULT_FUSION.depth_per_result, params.rrf_k, DEFAULT_FUSION.keyword_weight)
+    fusion_out: dict[str, Any] = {"default": list(default)}
+    for chosen_on, reported_on in (("A", "B"), ("B", "A")):
+        best, on_chosen = _choose(halves[chosen_on], grid, default)
+        fusion_out[f"chosen on {chosen_on}"] = {
+            "setting": dict(zip(GRID_NAMES, best, strict=True)),
+            "on its own half": on_chosen,
+            "held-out": {
+                s: rates([q for q in halves[reported_on] if q.set == s], grid[best]) for s in SETS
+            },
+            "held-out, default": {
+                s: rates([q for q in halves[reported_on] if q.set == s], grid[default])
+                for s in SETS
+            },
+        }
+    out["fusion"] = fusion_out
+
+    # 3. The shipped ranking by kind: each list alone and hybrid.
+    shipped = {
+        "keyword": variant_ranks[VARIANTS[0].name, "keyword"],
+        "vector": vector_ranks,
+        "hybrid": variant_ranks[VARIANTS[0].name, "hybrid"],
+    }
+    out["by_kind"] = {
+        s: {mode: by_kind([q for q in qs if q.set == s], shipped[mode]) for mode in MODES}
+        for s in SETS
+    }
+    out["missed_hybrid"] = {
+        s: [
+            q.item.id for q in qs if q.set == s and shipped["hybrid"][f"{s}/{q.item.id}"][0] is None
+        ]
+        for s in SETS
+    }
+    for s in SETS:
+        for mode in MODES:
+            table = out["by_kind"][s][mode]
+            rows = [
+                [kind, *[r[m] for m in ("n", "recall@5", "recall@10", "mrr")]]
+                for kind, r in table.items()
+            ]
+            report.table(f"{s} set, {mode}", ["kind", "n", "recall@5", "recall@10", "MRR"], rows)
+        report.figure(f"{s} hybrid recall@5", out["by_kind"][s]["hybrid"]["all"]["recall@5"])
+    return out
+
+
+def retrieval_quality(report: Report, quick: bool) -> None:
+    """`citewise bench retrieval_quality`: import the shared corpus into a temporary data
+    directory (about 7 minutes on 2 cores, most of it embedding), then measure."""
+    from actors.app import App
+    from actors.catalog import Catalog
+    from engine.config import parse_config
+    from engine.paths import DataDir
+
+    report.title = "retrieval quality: lists, keyword variants and fusion on held-apart halves"
+    with tempfile.TemporaryDirectory(prefix="citewise-quality-home-") as home:
+        app = App(DataDir(Path(home)), parse_config({}, {}))
+
+        async def go() -> str | None:
+            try:
+                return (await app.import_paths([CORPUS / "docs"])).status
+            finally:
+                await app.aclose()
+
+        status = anyio.run(go, backend="trio")
+        if status != "ready":
+            raise SystemExit(f"importing the shared corpus ended {status}")
+        with Catalog(DataDir(Path(home)), "default").pin_active() as snap:
+            assert snap is not None
+            report.figures["quality"] = measure(snap, report)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from actors.catalog import Catalog
+    from engine.paths import DataDir
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--home", type=Path, required=True, help="data directory with the corpus")
+    parser.add_argument("--json", type=Path, help="write the figures here")
+    args = parser.parse_args(argv)
+    report = Report("retrieval_quality", "retrieval quality")
+    with Catalog(DataDir(args.home), "default").pin_active() as snap:
+        if snap is None:
+            raise SystemExit(f"{args.home} has no active snapshot")
+        figures = measure(snap, report)
+    text = json.dumps(figures, indent=1, ensure_ascii=False)
+    if args.json:
+        args.json.write_text(text, encoding="utf-8")
+    print(text)
+    for table in report.tables:
+        print(f"\n{table['title']}")
+        print("  ".join(f"{h:>13}" for h in table["header"]))
+        for row in table["rows"]:
+            print("  ".join(f"{c!s:>13}" for c in row))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
