@@ -26,7 +26,7 @@ import hashlib
 import re
 import threading
 import weakref
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from typing import Literal
 
@@ -435,12 +435,27 @@ class _Aux:
 
 _lock = threading.Lock()
 _cache: weakref.WeakKeyDictionary[Snapshot, _Aux] = weakref.WeakKeyDictionary()
+# A request opens (pins) its snapshot afresh, so what search derived from a snapshot is also
+# kept by the snapshot's content hash, its exact identity: the next request's first search
+# finds the heading sets, navigational flags and text keys its predecessors computed. _Aux
+# holds copies, never views of a snapshot's maps, so it outlives the Snapshot it came from.
+_BY_CONTENT_MAX = 4
+_by_content: OrderedDict[str, _Aux] = OrderedDict()
 
 
 def _aux(snapshot: Snapshot) -> _Aux:
     with _lock:
         aux = _cache.get(snapshot)
-        if aux is None:
+        if aux is not None:
+            return aux
+        identity = snapshot.manifest.content_hash
+        aux = _by_content.get(identity) if identity else None
+        if aux is None or aux.n_blocks != snapshot.n_blocks:
             aux = _Aux(snapshot)
-            _cache[snapshot] = aux
+        if identity:
+            _by_content[identity] = aux
+            _by_content.move_to_end(identity)
+            while len(_by_content) > _BY_CONTENT_MAX:
+                _by_content.popitem(last=False)
+        _cache[snapshot] = aux
         return aux
