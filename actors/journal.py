@@ -2,11 +2,14 @@
 
 After the process is killed, the next import reads it and resumes: finished documents are
 found in the document and embedding caches, so nothing is parsed or embedded twice. Appends
-are fsynced one line at a time; a torn last line is ignored.
+are fsynced one line at a time; a torn last line is ignored. On Windows a scanner may hold
+any of its files for a moment: removals retry, and a progress write that is refused is skipped
+(the next one, half a second later, says the same and more).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -14,7 +17,7 @@ import msgspec
 
 from engine.crashpoints import crash_point
 from engine.versions.formats import JOURNAL_FORMAT
-from index.fsutil import atomic_write, replace_with_retry
+from index.fsutil import atomic_write, remove_file, replace_with_retry
 
 
 class JobTarget(msgspec.Struct, frozen=True):
@@ -61,7 +64,9 @@ class Journal:
 
     def start(self, job: Job) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.done_file.unlink(missing_ok=True)
+        if not remove_file(self.done_file):  # held: empty it, a new job starts with no entries
+            with open(self.done_file, "wb") as f:
+                os.fsync(f.fileno())
         atomic_write(self.job_file, msgspec.json.encode(job), point="journal.job")
 
     def record(self, entry: DoneEntry) -> None:
@@ -94,7 +99,8 @@ class Journal:
         self.directory.mkdir(parents=True, exist_ok=True)
         tmp = self.progress_file.with_suffix(".tmp")
         tmp.write_bytes(data)
-        replace_with_retry(tmp, self.progress_file)
+        with contextlib.suppress(PermissionError):  # someone reads the last one: next time
+            replace_with_retry(tmp, self.progress_file)
 
     def read_progress(self) -> bytes | None:
         try:
@@ -103,10 +109,12 @@ class Journal:
             return None
 
     def finish(self) -> None:
+        # A job file that stays held makes the next import resume a job whose documents are
+        # all in the caches: a merge, never lost data.
         for f in (self.job_file, self.done_file, self.progress_file):
-            f.unlink(missing_ok=True)
+            remove_file(f)
         # Temporary files of writes killed before their rename (journals are written only
         # under the writer lock, which the finishing import holds, so none is in use).
         if self.directory.is_dir():
             for tmp in self.directory.glob("*.tmp"):  # pathlib's * matches dot-files too
-                tmp.unlink(missing_ok=True)
+                remove_file(tmp)

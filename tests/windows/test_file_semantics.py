@@ -20,6 +20,7 @@ from actors.backup import backups, create_backup, finish_restore, restore_backup
 from actors.catalog import ActivePointer, Catalog
 from actors.collections import delete_collection, rename_collection
 from actors.errors import AppError
+from actors.ingest import ImportResult
 from engine.document_cache import DocumentCache
 from engine.errors import UpgradeError, UpgradeUnfinished
 from engine.paths import DataDir
@@ -326,3 +327,33 @@ def test_the_document_cache_treats_a_refused_write_as_a_miss_and_sweeps_dead_wri
         assert cache.sweep() == [dead]
     assert cache.sweep() == [] and not dead.exists()
     assert cache.get("ab" + "0" * 38) == record
+
+
+# -- an import ---------------------------------------------------------------------------------
+def test_imports_under_a_random_scanner_land_and_keep_the_earlier_snapshots_whole(
+    home: Path, tmp_path: Path, windows_semantics: WindowsSemantics
+) -> None:
+    catalog, old, _ = _snapshots(home)
+    folder = tmp_path / "more"
+    folder.mkdir()
+    # One operation in five refused: every rename and removal of an import must retry or
+    # tolerate it (a single unretried one fails an import about half the time at this rate;
+    # six refusals in a row, which the retries give up on, happen once in 15,000 operations).
+    windows_semantics.interference = 0.2
+
+    async def go() -> ImportResult:
+        app = make_app(home)
+        try:
+            return await app.import_paths([folder])
+        finally:
+            await app.aclose()
+
+    for name, text in (("lakes.md", "Baikal is the deepest lake."), ("seas.md", "Seas.")):
+        (folder / name).write_text(f"# {name}\n\n{text}\n", "utf-8")
+        result = anyio.run(go, backend="trio")
+        assert result.status == "ready", result
+        manifest = catalog.active_manifest()
+        assert manifest is not None and name in {d.source for d in manifest.documents}
+    windows_semantics.interference = 0.0
+    assert windows_semantics.scanner_refusals()
+    assert _whole(catalog, old) and _whole(catalog, catalog.active_id() or "")
