@@ -1,0 +1,76 @@
+"""bench retrieval_quality's keyword-side variants do what they are named for, each on and off:
+Snowball stems let "listening" find "listeners", jieba adds whole words beside the bigrams, and
+the old term filter keeps a query of function words alone; the halves split by id parity."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench.bench_retrieval_quality import VARIANTS, Question, keyword_variant
+from engine.evaluation.gold import GoldItem
+from engine.tools import default_retrieval_params
+from engine.tools.retrieval import search
+from index.snapshot import Snapshot
+from tests.engine.tools.snapshots import document, record, section, write_snapshot
+
+VARIANT = {v.name: v for v in VARIANTS}
+
+
+@pytest.fixture(scope="module")
+def snap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Snapshot]:
+    docs = [
+        record(document("Events", section("Events", 1, "Add listeners to an emitter.")), "e.md"),
+        record(document("计算", section("简介", 1, "计算机科学研究算法。"), lang="zh"), "z.md"),
+    ]
+    with Snapshot.open(write_snapshot(tmp_path_factory.mktemp("quality") / "snap", docs)) as s:
+        yield s
+
+
+def _keyword(snap: Snapshot, query: str) -> tuple[tuple[str, ...], int]:
+    outcome = search(snap, query, None, None, default_retrieval_params(), "keyword")
+    return outcome.trace.query_tokens, outcome.trace.keyword_candidates
+
+
+def test_stems_on_find_another_form_of_the_word_and_off_do_not(
+    snap: Snapshot, tmp_path: Path
+) -> None:
+    assert _keyword(snap, "listening") == (("listening",), 0)
+    with keyword_variant(snap, VARIANT["bigrams+stem"], tmp_path):
+        tokens, candidates = _keyword(snap, "listening")
+        assert "listen" in tokens and candidates == 1
+    assert _keyword(snap, "listening") == (("listening",), 0)  # restored
+
+
+def test_segmentation_on_adds_whole_words_beside_the_bigrams_and_off_does_not(
+    snap: Snapshot, tmp_path: Path
+) -> None:
+    assert "计算机" not in _keyword(snap, "计算机")[0]
+    with keyword_variant(snap, VARIANT["bigrams+jieba"], tmp_path):
+        tokens, candidates = _keyword(snap, "计算机")
+        assert {"计算", "算机", "计算机"} <= set(tokens) and candidates == 1
+    assert "计算机" not in _keyword(snap, "计算机")[0]
+
+
+def test_the_old_term_filter_keeps_function_words_the_shipped_one_drops(
+    snap: Snapshot, tmp_path: Path
+) -> None:
+    assert _keyword(snap, "to an") == ((), 0)
+    with keyword_variant(snap, VARIANT["bigrams, old term filter"], tmp_path):
+        assert _keyword(snap, "to an") == (("to", "an"), 1)
+
+
+def test_halves_split_by_the_parity_of_the_id_number() -> None:
+    def half(ident: str) -> str:
+        item = GoldItem(id=ident, lang="en", kind="fact", question="q")
+        return Question("s", item, np.zeros(1, dtype=np.float32), ()).half
+
+    assert [half(i) for i in ("en-fact-01", "zh-para-02", "s2-cross-07", "cov-10")] == [
+        "A",
+        "B",
+        "A",
+        "B",
+    ]
