@@ -42,7 +42,9 @@ from index.snapshot import Snapshot
 from index.textnorm import fold, query_tokens, tokenize
 
 # Bump whenever the ranking changes: recorded in every search trace.
-RETRIEVAL_VERSION = "citewise-hybrid-1"
+# 2: keyword candidates need an informative query term; vector candidates under the snapshot's
+# calibrated similarity floor are dropped.
+RETRIEVAL_VERSION = "citewise-hybrid-2"
 
 Mode = Literal["hybrid", "keyword", "vector"]
 _Ints = npt.NDArray[np.int64]
