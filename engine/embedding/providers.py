@@ -5,15 +5,18 @@ from __future__ import annotations
 
 from engine.config import EmbeddingSettings, NetworkSettings
 from engine.embedding.base import EmbeddingProvider
-from engine.embedding.local import LocalEmbedding
-from engine.embedding.openai_compat import OpenAICompatibleEmbedding
 
 
 def provider_for(
     settings: EmbeddingSettings, network: NetworkSettings, api_key: str
 ) -> EmbeddingProvider:
+    # Each provider's module loads only when it is the one named (httpx for the service).
     if settings.provider == "local":
+        from engine.embedding.local import LocalEmbedding
+
         return LocalEmbedding()
+    from engine.embedding.openai_compat import OpenAICompatibleEmbedding
+
     return OpenAICompatibleEmbedding(
         base_url=settings.base_url,
         model=settings.model,
