@@ -14,6 +14,7 @@ import hashlib
 import mmap
 import os
 import shutil
+import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -159,9 +160,9 @@ def atomic_write(path: Path, data: bytes, *, point: str | None = None) -> None:
 
 
 def process_alive(pid: int) -> bool:
-    """Whether a process with this id exists (on Windows: always assumed)."""
-    if os.name == "nt":
-        return True  # signal 0 is not a probe there
+    """Whether a process with this id exists (signal 0; on Windows, OpenProcess)."""
+    if sys.platform == "win32":
+        return _windows_process_alive(pid)  # signal 0 would terminate it there
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -169,6 +170,31 @@ def process_alive(pid: int) -> bool:
     except PermissionError:
         return True  # someone else's process
     return True
+
+
+def _windows_process_alive(pid: int) -> bool:
+    """OpenProcess answers for a running process (or refuses with access denied, which also
+    means it exists); a process that has exited still has a handle until the last one closes,
+    so its exit code tells it apart. Anything unexpected counts as alive: a live write's
+    temporary file must never be swept."""
+    if sys.platform != "win32":
+        return True
+    import ctypes
+    from ctypes import wintypes
+
+    kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
+    kernel32.OpenProcess.restype = wintypes.HANDLE
+    kernel32.OpenProcess.argtypes = [wintypes.DWORD, wintypes.BOOL, wintypes.DWORD]
+    handle = kernel32.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
+    if not handle:
+        return ctypes.get_last_error() != 87  # ERROR_INVALID_PARAMETER: no such process
+    try:
+        code = wintypes.DWORD()
+        if not kernel32.GetExitCodeProcess(handle, ctypes.byref(code)):
+            return True
+        return code.value == 259  # STILL_ACTIVE
+    finally:
+        kernel32.CloseHandle(handle)
 
 
 def killed_writes(directory: Path) -> list[Path]:
