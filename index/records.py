@@ -165,6 +165,9 @@ class VectorLayout(msgspec.Struct, frozen=True, kw_only=True):
     stride: int = 1  # sentences between window starts
     scoring: PartScoring = "max"  # a block's score from its parts' similarities
     windows_version: str = ""  # the splitter (engine/embedding/windows.py) that made them
+    # The whole block is one more part ("sentence" only): a question that paraphrases the
+    # block as a whole still finds it when no single window says enough.
+    with_block: bool = False
 
 
 class SimilarityFloor(msgspec.Struct, frozen=True, kw_only=True):
