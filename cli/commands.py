@@ -454,6 +454,9 @@ async def cmd_bench(app: App, args: argparse.Namespace) -> int:
 
 # -- parser -----------------------------------------------------------------------------------
 Command = Callable[["App", argparse.Namespace], Coroutine[Any, Any, int]]
+# A tool call by hand is not traced and starts no job: it runs without the app's actors (no
+# trace writer, no parse workers), which a one-off process would only start and stop.
+WITHOUT_ACTORS = frozenset({"tool"})
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -537,6 +540,12 @@ async def _run(func: Command, args: argparse.Namespace) -> int:
     data_gate(args.command)  # refuses data of a newer build, or data that needs `upgrade`
     from actors import App
 
+    if args.command in WITHOUT_ACTORS:
+        app = App.from_environment()
+        try:
+            return await func(app, args)
+        finally:
+            await app.aclose()
     async with App.open() as app:
         return await func(app, args)
 
