@@ -174,7 +174,7 @@ def _extend_parent_graph(
     """The parent's graph loaded into memory (usearch cannot add to a memory-mapped view),
     without the keys that are gone or changed, with the new ones added: (graph, added,
     removed). The parent's key map and matrix are only mapped, not read whole."""
-    graph = load_usearch().index.Index.restore(str(parent / GRAPH), view=False)
+    graph: Index = load_usearch().index.Index.restore(str(parent / GRAPH), view=False)
     if graph is None or graph.ndim != dim:
         raise ValueError(f"parent graph {parent / GRAPH} does not match dimension {dim}")
     maps = [map_file(parent / name) for name in (KEYS, ORDINALS, MATRIX)]
@@ -259,7 +259,7 @@ class VectorIndex:
             raise ValueError("vector key map does not match the number of vectors")
         self._graph: Index | None = None
         if graph_path is not None:
-            graph = load_usearch().index.Index.restore(str(graph_path), view=True)
+            graph: Index | None = load_usearch().index.Index.restore(str(graph_path), view=True)
             if graph is None or graph.ndim != dim:
                 raise ValueError(f"{graph_path.name} is not a usearch index of dimension {dim}")
             graph.expansion_search = _EXPANSION_SEARCH  # type: ignore[misc]  # has a setter
@@ -449,7 +449,8 @@ def best_block_scores(
 
 
 def _single(matches: object) -> Matches:
-    if not isinstance(matches, load_usearch().index.Matches):
+    one_query: type[Matches] = load_usearch().index.Matches
+    if not isinstance(matches, one_query):
         raise TypeError(f"expected the matches of one query, got {type(matches).__name__}")
     return matches
 
