@@ -152,8 +152,9 @@ class Finished:
 # -- run in the worker processes ----------------------------------------------------------------
 
 
-def _finish(parsed: ParsedDocument, chunking: Chunking) -> Finished:
-    """Chunk and prepare; raises only ChunkError (a bug in either fails this document alone)."""
+def _finish(parsed: ParsedDocument, chunking: Chunking, parse_seconds: float) -> Finished:
+    """Chunk and prepare (`parse_seconds`: how long reading it took, for its import report);
+    raises only ChunkError (a bug in either fails this document alone)."""
     try:
         record = chunk_document(
             parsed,
@@ -163,6 +164,7 @@ def _finish(parsed: ParsedDocument, chunking: Chunking) -> Finished:
             parser_version=chunking.parser_version,
             target_tokens=chunking.target_tokens,
             counter=TokenCounter(),
+            parse_seconds=parse_seconds,
         )
         return Finished(record=record, prepared=prepare_document(record))
     except ChunkError:
@@ -178,14 +180,19 @@ def _plan(path: Path, limits: ParseLimits) -> PdfPlan | None:
 
 def _parse_whole(path: Path, limits: ParseLimits, chunking: Chunking) -> Finished:
     with gc_paused():
-        return _finish(parse_file(path, limits), chunking)
+        started = time.perf_counter()
+        parsed = parse_file(path, limits)
+        return _finish(parsed, chunking, time.perf_counter() - started)
 
 
 def _assemble(
     path: Path, limits: ParseLimits, plan: PdfPlan, parts: list[PdfPart], chunking: Chunking
 ) -> Finished:
     with gc_paused():
-        return _finish(assemble_pdf(path, limits, plan, parts), chunking)
+        started = time.perf_counter()
+        parsed = assemble_pdf(path, limits, plan, parts)
+        read = sum(part.seconds for part in parts)  # in the workers that read the ranges
+        return _finish(parsed, chunking, read + time.perf_counter() - started)
 
 
 def _warm(hold_s: float) -> None:

@@ -345,8 +345,10 @@ def chunk_document(
     parser_version: str,
     target_tokens: int,
     counter: TokenCounter,
+    parse_seconds: float | None = None,
 ) -> DocumentRecord:
     """Outline and blocks of one parsed document; deterministic for the same inputs.
+    `parse_seconds`, how long reading it took, goes into its import report.
 
     Raises ChunkError("no_text") when the document has no text at all.
     """
@@ -463,5 +465,5 @@ def chunk_document(
         chunker_version=version,
         sections=tuple(sections),
         blocks=tuple(blocks),
-        report=import_report(parsed),
+        report=import_report(parsed, parse_seconds),
     )

@@ -22,8 +22,8 @@ _CJK = re.compile(
 _SPACE = re.compile(r"\s")
 
 
-def import_report(parsed: ParsedDocument) -> ImportReport:
-    """The report of `parsed`, its parse time included."""
+def import_report(parsed: ParsedDocument, parse_seconds: float | None = None) -> ImportReport:
+    """The report of `parsed`, read in `parse_seconds` (None when not measured)."""
     chars = cjk = spaces = 0
     pages_with_text: set[int] = set()
     for section in parsed.sections:
@@ -55,5 +55,5 @@ def import_report(parsed: ParsedDocument) -> ImportReport:
             ImportWarning(code=w.code, message=w.message, pages=w.pages, count=w.count)
             for w in parsed.warnings
         ),
-        parse_seconds=parsed.parse_seconds,
+        parse_seconds=None if parse_seconds is None else round(parse_seconds, 3),
     )

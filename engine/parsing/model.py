@@ -53,7 +53,6 @@ class ParsedDocument(msgspec.Struct, frozen=True, kw_only=True):
     ocr_pages: tuple[tuple[int, float], ...] = ()
     pages_ocr: int = 0
     ocr_confidence: float | None = None  # over every recognised character; None without OCR
-    parse_seconds: float = 0.0  # time spent reading the file (summed over worker processes)
 
 
 def images_not_read(images: int, kind: str) -> tuple[ParseWarning, ...]:

@@ -800,7 +800,6 @@ def assemble_pdf(
     """The document from the rows of every range of `plan`, in any order; never reads the
     file. Raises only ParseError, "changed" when the parts were read from another version
     of the file than the plan."""
-    started = time.perf_counter()
     ordered = sorted(parts, key=lambda part: part.start)
     covered = [(part.start, part.start + len(part.pages)) for part in ordered]
     if covered != plan.ranges:
@@ -813,7 +812,7 @@ def assemble_pdf(
     raw_pages = [[_Row(*row) for row in rows] for part in ordered for rows in part.pages]
     controls = [n for part in ordered for n in (part.controls or [0] * len(part.pages))]
     try:
-        parsed = _assemble(
+        return _assemble(
             Path(path),
             limits,
             plan.page_count,
@@ -830,5 +829,3 @@ def assemble_pdf(
         raise
     except Exception as exc:
         raise unexpected_failure(exc) from exc
-    seconds = sum(part.seconds for part in ordered) + time.perf_counter() - started
-    return msgspec.structs.replace(parsed, parse_seconds=round(seconds, 3))
