@@ -13,6 +13,7 @@ import re
 from typing import Literal
 
 from web.i18n_errors import ERROR_TEXTS
+from web.i18n_report import REPORT_TEXTS
 from web.i18n_traces import TRACE_TEXTS
 
 Lang = Literal["en", "zh"]
@@ -965,8 +966,8 @@ TEXTS: dict[str, tuple[str, str]] = {
 }
 
 # The errors' and key tests' sentences live in web/i18n_errors.py, the traces page's in
-# web/i18n_traces.py; one table all the same.
-for _more in (ERROR_TEXTS, TRACE_TEXTS):
+# web/i18n_traces.py, the import report's in web/i18n_report.py; one table all the same.
+for _more in (ERROR_TEXTS, TRACE_TEXTS, REPORT_TEXTS):
     if TEXTS.keys() & _more.keys():
         raise RuntimeError(f"keys in two tables: {sorted(TEXTS.keys() & _more.keys())}")
     TEXTS.update(_more)

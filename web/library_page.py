@@ -1,7 +1,8 @@
 """The library page: collections (switch, create, rename, delete), adding documents with live
-progress, failed documents with their reasons and a retry, the documents with their outlines,
-metadata edits (title, source label, aliases) and removal, the snapshot history with activate
-(rollback) and clean-up, and direct tool use.
+progress, failed documents with their reasons and a retry, the documents with their import
+reports (a warning beside the document, "Recognise all pages" when scanned pages were left
+out) and outlines, metadata edits (title, source label, aliases) and removal, the snapshot
+history with activate (rollback) and clean-up, and direct tool use.
 
 Every destructive action asks first. Nothing here changes data except through the App.
 """
@@ -17,6 +18,7 @@ from web.damage_banner import damage_banner
 from web.error_view import details_toggle
 from web.i18n import Texts, when
 from web.import_panel import ImportPanel, failure_sentence
+from web.import_report_view import asks_for_all_pages, caption, report_view
 from web.shell import frame, guarded, show_error, texts
 from web.tools_panel import ToolsPanel
 
@@ -41,7 +43,7 @@ def build(app: App) -> None:
             damaged = damage_banner(app, t, on_library_page=True) is not None
         _failed(app, t, failed, panel, retrying)
         documents.clear()
-        docs = [] if damaged else _documents(app, t, documents, refresh)
+        docs = [] if damaged else _documents(app, t, documents, refresh, panel)
         _snapshots(app, t, snapshots, refresh)
         tools.clear()
         with tools:
@@ -179,7 +181,7 @@ def _failed(app: App, t: Texts, box: ui.column, panel: ImportPanel, retrying: se
 
 
 def _documents(
-    app: App, t: Texts, box: ui.column, refresh: Callable[[], None]
+    app: App, t: Texts, box: ui.column, refresh: Callable[[], None], panel: ImportPanel
 ) -> list[DocumentView]:
     box.clear()
     try:
@@ -188,12 +190,25 @@ def _documents(
         show_error(t, exc)
         return []
     with box, ui.card().classes("w-full"):
-        ui.label(f"{t('lib.documents')} ({len(docs)})").classes("text-base font-semibold")
+        with ui.row().classes("items-baseline gap-2"):
+            ui.label(f"{t('lib.documents')} ({len(docs)})").classes("text-base font-semibold")
+            warned = sum(1 for d in docs if d.report is not None and d.report.warnings)
+            if warned:
+                ui.label(t("report.with_warnings", n=warned)).classes(
+                    "text-sm text-amber-800"
+                ).mark("documents-with-warnings")
         if not docs:
             ui.label(t("lib.no_documents")).classes("text-sm").mark("no-documents")
         for d in docs:
             with ui.row().classes("w-full items-start no-wrap").mark("document-row"):
-                with ui.expansion(d.title, icon="description").classes("grow") as exp:
+                warning = caption(t, d.report)
+                with ui.expansion(
+                    d.title,
+                    icon="description" if warning is None else "warning",
+                    caption=warning,
+                ).classes("grow") as exp:
+                    if warning is not None:
+                        exp.props("header-class=text-amber-900").mark("document-warning")
                     ui.label(
                         t(
                             "lib.doc_meta",
@@ -211,8 +226,24 @@ def _documents(
                         ui.label(t("lib.doc_aliases", aliases=", ".join(d.aliases))).classes(
                             "text-xs text-slate-500"
                         ).mark("document-aliases")
+                    report_view(t, d.report)
                     outline = ui.column().classes("w-full gap-0").mark("outline")
                     exp.on_value_change(_outline_loader(app, t, d.doc_id, outline))
+
+                if asks_for_all_pages(d.report):
+
+                    def recognise(source: str = d.source) -> None:
+                        try:
+                            paths = app.recognise_all_pages([source])
+                        except Exception as exc:  # the file moved: say so
+                            show_error(t, exc)
+                            return
+                        if panel.start(paths):
+                            ui.notify(t("report.recognising", source=source))
+
+                    ui.button(
+                        t("report.recognise_all"), icon="document_scanner", on_click=recognise
+                    ).props("flat dense").classes("whitespace-nowrap").mark("recognise-all-button")
 
                 async def remove(source: str = d.source) -> None:
                     await app.remove([source])

@@ -1,0 +1,66 @@
+"""The Library shows a document's import warning beside it, in the UI language, and its whole
+import report inside its entry; the Chinese page has no English words in it."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from nicegui.testing import User
+
+from tests.corpus import make_app, run_import
+from tests.web.conftest import service_for
+from tests.web.test_ask_page import found, texts_of
+from tests.web.test_untranslated import english_words, visible_texts
+from web.pages import register
+
+pytestmark = pytest.mark.anyio
+
+REALWORLD = Path(__file__).resolve().parents[1] / "realworld"
+BOOK = "idpf-haruko-html-jpeg.epub"  # 12 pictures, a Japanese title
+
+
+@pytest.fixture(scope="module")
+def book_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("report-home")
+    folder = root / "docs"
+    folder.mkdir()
+    shutil.copy(REALWORLD / "epub" / BOOK, folder / "book.epub")
+    (folder / "notes.md").write_text("# Notes\n\nNothing to warn about here.\n", encoding="utf-8")
+    assert run_import(make_app(root / "home"), [folder]).status == "ready"
+    return root / "home"
+
+
+@pytest.mark.parametrize(
+    ("lang", "sentence", "count", "pages_fact"),
+    [
+        ("en", "12 images are not read", "1 with import warnings", "characters ("),
+        ("zh", "有 12 张图片没有读取", "其中 1 个有导入警告", "个字符(中日韩文字占"),
+    ],
+)
+async def test_the_warning_is_beside_the_document_in_the_ui_language(
+    ui_user: User,
+    book_home: Path,
+    no_keys: None,
+    lang: str,
+    sentence: str,
+    count: str,
+    pages_fact: str,
+) -> None:
+    register(service_for(book_home, ui={"language": lang}))
+    await ui_user.open("/library")
+    await ui_user.should_see(marker="document-warning")
+    (warned,) = found(ui_user, "document-warning")
+    assert warned.props["caption"].startswith(sentence)
+    assert texts_of(ui_user, "documents-with-warnings") == [count]
+    # the report, inside each entry: the book's warning, and each document's facts
+    shown = [text for _, text in visible_texts(ui_user)]
+    assert sum(sentence in text for text in shown) == 2  # beside the book, and in its report
+    facts = texts_of(ui_user, "report-fact")
+    assert any(pages_fact in fact for fact in facts)
+    assert len(found(ui_user, "import-report")) == 2
+    if lang == "zh":  # the report's own words (the documents' titles are theirs)
+        ours = [*facts, warned.props["caption"], *texts_of(ui_user, "documents-with-warnings")]
+        words = english_words([("report", text) for text in ours], frozenset())
+        assert words == [], "\n".join(words)
