@@ -3,16 +3,20 @@ import report inside its entry; the Chinese page has no English words in it."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 from nicegui.testing import User
 
+from actors import ImportWarning
 from tests.corpus import make_app, run_import
 from tests.web.conftest import service_for
 from tests.web.test_ask_page import found, texts_of
 from tests.web.test_untranslated import english_words, visible_texts
+from web.i18n import TEXTS, Texts
+from web.import_report_view import warning_sentence
 from web.pages import register
 
 pytestmark = pytest.mark.anyio
@@ -64,3 +68,19 @@ async def test_the_warning_is_beside_the_document_in_the_ui_language(
         ours = [*facts, warned.props["caption"], *texts_of(ui_user, "documents-with-warnings")]
         words = english_words([("report", text) for text in ours], frozenset())
         assert words == [], "\n".join(words)
+
+
+def test_every_warning_a_parser_gives_has_a_sentence_in_both_languages() -> None:
+    parsing = Path(__file__).resolve().parents[2] / "engine" / "parsing"
+    codes = {
+        code
+        for source in parsing.glob("*.py")
+        for code in re.findall(r'\bcode="([a-z_]+)"', source.read_text(encoding="utf-8"))
+    }
+    assert {"images_not_read", "ocr_page_limit", "unreadable_pages"} <= codes
+    assert sorted(c for c in codes if f"report.w.{c}" not in TEXTS) == []
+    warning = ImportWarning(code="ocr_page_limit", message="…", pages=(4, 5), count=2)
+    assert warning_sentence(Texts("en"), warning).startswith("2 scanned pages were not")
+    assert "第 4, 5 页" in warning_sentence(Texts("zh"), warning)
+    unknown = ImportWarning(code="made_up", message="…")
+    assert warning_sentence(Texts("zh"), unknown) == Texts("zh")("report.w.unknown")
