@@ -223,3 +223,31 @@ def test_floor_is_calibrated_from_the_probes_the_same_way_every_build(tmp_path: 
     assert floor.mean == pytest.approx(float(np.mean(best)), abs=3e-3)
     assert floor.threshold == pytest.approx(max(0.2, floor.max + floor.std), abs=1e-5)
     assert all(s < floor.threshold for s in best)
+
+
+def test_a_one_document_add_extends_the_parents_graph_by_that_documents_parts(
+    tmp_path: Path,
+) -> None:
+    first = [record("d1", 40)]
+    counts = [np.random.default_rng(11).integers(1, 4, 40)]
+    vectors = [random_units(int(counts[0].sum()), seed=12)]
+    m = manifest(threshold=20)
+    build(tmp_path / "parent", first, vectors, counts, m)
+    added = record("d2", 5)
+    new_counts = np.array([2, 1, 3, 1, 2])
+    child = build_snapshot(
+        tmp_path / "child",
+        m,
+        [*first, added],
+        [*vectors, random_units(9, seed=13)],
+        parent=tmp_path / "parent",
+        k1=1.2,
+        b=0.75,
+        exact_search_max_blocks=20,
+        part_counts=[*counts, new_counts],
+    )
+    graph = child.vector_graph
+    assert graph is not None and graph.from_parent
+    assert (graph.vectors_added, graph.vectors_removed) == (9, 0)  # only the new parts
+    with Snapshot.open(tmp_path / "child") as snap:
+        assert snap.doc_part_counts(1).tolist() == new_counts.tolist()
