@@ -53,7 +53,7 @@ def report_lines(doc: DocumentView) -> list[str]:
 def _reading(r: ImportReport) -> str:
     parts = []
     if r.pages is not None:
-        parts.append(f"{r.pages:,} pages, {r.pages_with_text or 0:,} with text")
+        parts.append(f"{_pages(r.pages)}, {r.pages_with_text or 0:,} with text")
     parts.append(f"{r.chars:,} characters ({r.cjk_share:.0%} CJK)")
     parts.append(f"language {r.lang}")
     if r.parse_seconds is not None:
@@ -68,4 +68,8 @@ def _ocr(r: ImportReport) -> str:
         if r.low_confidence_pages
         else ""
     )
-    return f"{r.pages_ocr:,} pages recognised by OCR{confidence}{low} ({r.ocr_engine})"
+    return f"{_pages(r.pages_ocr)} recognised by OCR{confidence}{low} ({r.ocr_engine})"
+
+
+def _pages(n: int) -> str:
+    return f"{n:,} {'page' if n == 1 else 'pages'}"

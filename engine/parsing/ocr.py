@@ -473,9 +473,10 @@ class OcrOutcome(msgspec.Struct, frozen=True):
                     code="ocr_page_limit",
                     message=f"{_scanned_pages(len(skipped))} not recognised "
                     f"({_pages_said(skipped)}): a document has at most {limit:,} "
-                    f"{'page' if limit == 1 else 'pages'} recognised. To include them, choose "
-                    "“Recognise all pages” for this document in the Library, or raise the "
-                    "limit under Settings, Scanned documents, and import it again.",
+                    f"{'page' if limit == 1 else 'pages'} recognised. To include "
+                    f"{'it' if len(skipped) == 1 else 'them'}, choose “Recognise all pages” for "
+                    "this document in the Library, or raise the limit under Settings, Scanned "
+                    "documents, and import it again.",
                     pages=tuple(skipped),
                     count=len(skipped),
                 )
