@@ -43,6 +43,10 @@ PART_BLOCKS = "vector_blocks.u32"  # block ordinal of each row, only with severa
 VectorKind = Literal["exact", "hnsw", "none"]
 
 _TIE_MARGIN = 16  # extra rows fetched so ties at the cut can be ordered by ordinal
+# Rows first fetched per wanted block with several vectors per block, widened (x4) while too
+# few distinct blocks come back: on 3k synthetic blocks of 5 vectors (HNSW), 2 per block gave
+# a vector search p50 of 1.7-2.2 ms against 3.7-7.2 ms for 6 (a loaded machine).
+_PARTS_FETCHED_PER_BLOCK = 2
 # HNSW search breadth: usearch's default 64 gave recall@10 0.947 on 4k clustered 64-d vectors,
 # 128 gave 0.987 for +0.01 ms per query.
 _EXPANSION_SEARCH = 128
@@ -307,7 +311,7 @@ class VectorIndex:
         rows = sum(b - a for a, b in row_ranges)
         if k <= 0 or rows == 0:
             return []
-        per_block = math.ceil(self.n_rows / max(1, self.n_blocks))
+        per_block = min(_PARTS_FETCHED_PER_BLOCK, math.ceil(self.n_rows / max(1, self.n_blocks)))
         fetch = min(rows, k * per_block + _TIE_MARGIN)
         while True:
             hits = self._search_rows(q, fetch, row_ranges)
