@@ -125,7 +125,13 @@ async def test_span_tree_has_request_turns_calls_admission_and_final(
     assert tool.attributes[m.RETRIEVAL_BLOCKS] == returned
     for key in (m.RETRIEVAL_KEYWORD_RANKS, m.RETRIEVAL_VECTOR_RANKS, m.RETRIEVAL_FUSED):
         assert len(tool.attributes[key]) == len(returned)
-    assert all(r >= 1 for r in tool.attributes[m.RETRIEVAL_VECTOR_RANKS])
+    # The answer's block is in the vector list; blocks under the snapshot's similarity floor
+    # are not (rank 0), and the trace says where the floor was.
+    assert tool.attributes[m.RETRIEVAL_VECTOR_RANKS][0] >= 1
+    floor = tool.attributes[m.RETRIEVAL_VECTOR_FLOOR]
+    assert isinstance(floor, float) and floor > 0.2
+    read = tool.attributes[m.RETRIEVAL_VECTOR_READ_SIMILARITIES]
+    assert isinstance(read, list) and read[0] >= floor
 
     # the admission decision with its figures
     decided = next(e for e in events if isinstance(e, AdmissionDecided))
