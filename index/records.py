@@ -122,35 +122,6 @@ class EmbeddingSpec(msgspec.Struct, frozen=True, kw_only=True):
     dimensions: int
 
 
-class RetrievalParams(msgspec.Struct, frozen=True, kw_only=True):
-    bm25_k1: float
-    bm25_b: float
-    rrf_k: int
-    top_k: int
-    min_similarity: float
-    exact_search_max_blocks: int
-
-
-class BuildStats(msgspec.Struct, frozen=True, kw_only=True):
-    """Figures that reconcile:
-
-    documents_in == documents_succeeded + documents_failed;
-    blocks_indexed == blocks_chunked + blocks_carried;
-    blocks_chunked == blocks_reused + blocks_embedded + embedding_cache_hits.
-    """
-
-    documents_in: int = 0
-    documents_succeeded: int = 0
-    documents_failed: int = 0
-    documents_reused: int = 0  # carried over unchanged from the parent snapshot
-    files_skipped: int = 0
-    pages: int = 0
-    blocks_chunked: int = 0
-    blocks_embedded: int = 0
-    blocks_indexed: int = 0
-    embedding_tokens: int = 0  # as counted by the embedding vendor; never mixed with chat tokens
-    embedding_cache_hits: int = 0
-    # Documents of the parent snapshot that this batch did not touch, carried over as they were.
 VectorGranularity = Literal["block", "sentence"]
 PartScoring = Literal["max", "top2_mean"]
 
@@ -185,6 +156,35 @@ class SimilarityFloor(msgspec.Struct, frozen=True, kw_only=True):
     rule: str  # how threshold follows from the statistics
 
 
+class RetrievalParams(msgspec.Struct, frozen=True, kw_only=True):
+    bm25_k1: float
+    bm25_b: float
+    rrf_k: int
+    top_k: int
+    min_similarity: float
+    exact_search_max_blocks: int
+
+
+class BuildStats(msgspec.Struct, frozen=True, kw_only=True):
+    """Figures that reconcile:
+
+    documents_in == documents_succeeded + documents_failed;
+    blocks_indexed == blocks_chunked + blocks_carried;
+    blocks_chunked == blocks_reused + blocks_embedded + embedding_cache_hits.
+    """
+
+    documents_in: int = 0
+    documents_succeeded: int = 0
+    documents_failed: int = 0
+    documents_reused: int = 0  # carried over unchanged from the parent snapshot
+    files_skipped: int = 0
+    pages: int = 0
+    blocks_chunked: int = 0
+    blocks_embedded: int = 0
+    blocks_indexed: int = 0
+    embedding_tokens: int = 0  # as counted by the embedding vendor; never mixed with chat tokens
+    embedding_cache_hits: int = 0
+    # Documents of the parent snapshot that this batch did not touch, carried over as they were.
     documents_carried: int = 0
     blocks_carried: int = 0
     blocks_reused: int = 0  # blocks of documents imported again unchanged (no work done)
