@@ -145,6 +145,27 @@ def _carried_documents(
     return records, {source: parent.doc_part_counts(doc) for source, doc in docs}
 
 
+def _to_re_embed(
+    parent_docs: ParentDocuments | None,
+    targets: Sequence[Target],
+    failed: Sequence[FailedDocument],
+    removals: Sequence[str],
+) -> list[Target]:
+    """The parent's documents to embed again from their stored blocks: all those this run
+    neither imports nor removes, when the parent's vectors are of another model or layout.
+    Without this they would drop out of the next snapshot: changing the embedding model or
+    upgrading to sentence vectors must never cost a person the documents they did not re-add.
+    """
+    if parent_docs is None or parent_docs.reusable:
+        return []
+    busy = {t.source for t in targets} | {f.source for f in failed} | set(removals)
+    return [
+        Target(path=Path(source), source=source, size=0)
+        for source in parent_docs.by_source
+        if source not in busy
+    ]
+
+
 def _counts_of(counts: np.ndarray | None, record: DocumentRecord) -> np.ndarray:
     """A document's vectors per block; a document without counts has one vector per block
     (it cannot happen for a sentence layout, whose documents all carry counts)."""
@@ -238,7 +259,6 @@ class Ingest:
         )
         for f in failed_early:
             batch.failed[f.source] = f
-        self.report.start(targets, failed_early)
 
         with self.catalog.pin_active() as parent:
             parent_docs = (
@@ -248,9 +268,11 @@ class Ingest:
                     parent.documents, parent.manifest, self.embedder.spec, self.layout
                 )
             )
+            again = _to_re_embed(parent_docs, targets, failed_early, removals)
+            self.report.start([*targets, *again], failed_early)
             async with anyio.create_task_group() as ticking:
                 ticking.start_soon(self._tick)
-                await self._pipeline(targets, parent, parent_docs, batch)
+                await self._pipeline(targets, parent, parent_docs, batch, again)
                 ticking.cancel_scope.cancel()
             self.report.state("building")
             plan = plan_snapshot(
@@ -288,6 +310,7 @@ class Ingest:
         parent: Snapshot | None,
         parent_docs: ParentDocuments | None,
         batch: _Batch,
+        again: Sequence[Target] = (),
     ) -> None:
         parsed_send, parsed_recv = anyio.create_memory_object_stream[_Parsed](PARSED_CHANNEL_SIZE)
         embedded_send, embedded_recv = anyio.create_memory_object_stream[_Embedded](
@@ -304,6 +327,10 @@ class Ingest:
             tg.start_soon(self._collect_stage, embedded_recv, batch)
             # Each parser holds a clone; the embed stage sees the end once the last one closes.
             async with parsed_send, work_recv:
+                if again and parent is not None and parent_docs is not None:
+                    tg.start_soon(
+                        self._re_embed_stage, again, parsed_send.clone(), parent, parent_docs
+                    )
                 for _ in range(self.config.ingest.parse_workers):
                     tg.start_soon(
                         self._parse_stage,
@@ -313,6 +340,24 @@ class Ingest:
                         parent_docs,
                         batch,
                     )
+
+    async def _re_embed_stage(
+        self,
+        again: Sequence[Target],
+        out: ObjectSendStream[_Parsed],
+        parent: Snapshot,
+        parent_docs: ParentDocuments,
+    ) -> None:
+        """The parent's documents this run does not touch, when its vectors cannot be reused
+        (another embedding model or vector layout): their blocks, as the parent stored them,
+        go to the embed stage, so the next snapshot still holds them. No file is read."""
+        async with out:
+            for target in again:
+                await self.gate.wait()
+                doc = parent_docs.by_source[target.source][0]
+                record = await anyio.to_thread.run_sync(record_from_snapshot, parent, doc)
+                self.report.parsed(target.source, record)
+                await out.send(_Parsed(target, record))
 
     async def _parse_stage(
         self,

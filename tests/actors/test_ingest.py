@@ -209,3 +209,28 @@ async def test_build_statistics_reconcile_across_carried_reused_and_new_document
         == s.blocks_chunked + s.blocks_carried
         == sum(d.blocks for d in m.documents)
     )
+
+
+async def test_a_new_vector_layout_embeds_the_untouched_documents_again_instead_of_dropping_them(
+    tmp_path: Path,
+) -> None:
+    """Upgrading to sentence vectors (or changing the embedding model) makes the parent's
+    vectors unusable; importing one new file then must keep every other document, embedded
+    again from the blocks the parent stored (their files may be gone by now)."""
+    old = notes(tmp_path / "old", **{"a.md": "# A\n\nAbout otters.\n", "b.md": "# B\n\nOn owls.\n"})
+    root = tmp_path / "home"
+    first = await imported(make_app(root, embedding={"granularity": "block"}), old)
+    shutil.rmtree(old)  # the originals moved away since: only the snapshot holds them
+    new = notes(tmp_path / "new", **{"c.md": "# C\n\nCranes in winter.\n"})
+    second = await imported(make_app(root, embedding={"granularity": "sentence"}), new)
+    assert second.status == "ready", second  # type: ignore[attr-defined]
+    assert second.library_documents == 3  # type: ignore[attr-defined]
+    catalog = Catalog(DataDir(root), "default")
+    with catalog.pin_active() as snap:
+        assert snap is not None and snap.manifest.snapshot_id != first.snapshot_id  # type: ignore[attr-defined]
+        assert sorted(d.source for d in snap.documents) == ["a.md", "b.md", "c.md"]
+        assert snap.manifest.vector_layout is not None
+        assert snap.manifest.vector_layout.granularity == "sentence"
+        texts = " ".join(snap.block(i).text for i in range(snap.n_blocks))
+        assert verify_snapshot(snap.path).ok
+    assert "otters" in texts and "owls" in texts and "Cranes" in texts

@@ -92,7 +92,9 @@ def test_a_changed_embedding_model_re_embeds_same_bytes_and_drops_the_rest() -> 
     plan = plan_snapshot(parent(reusable=False), {"a.md": "ha"}, {}, ())
     assert plan.build and plan.status == "ready"
     assert plan.reused == () and plan.embedded == ("a.md",)
-    # Vectors of another model cannot enter: documents not imported again drop out.
+    # Vectors of another model cannot enter: the plan drops documents this run does not
+    # hold, so the ingest embeds every untouched parent document again and hands it in
+    # (tests/actors/test_ingest.py, a new vector layout).
     assert plan.carried == () and plan.dropped == ("b.md", "c.md")
     assert not plan.parent_files_reusable
 
