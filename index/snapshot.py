@@ -163,8 +163,24 @@ def content_hash(manifest: SnapshotManifest, file_hashes: dict[str, str]) -> str
         files={},
         content_hash="",
     )
-    digest.update(b"manifest\x00" + msgspec.json.encode(blank, order="deterministic"))
+    digest.update(b"manifest\x00" + _hashed_manifest(blank))
     return digest.hexdigest()
+
+
+# Manifest fields added after snapshots were first written: left out of the hash while unset,
+# so a snapshot built before them still verifies (its manifest has no such key).
+_LATER_FIELDS = ("vector_graph", "vector_layout", "similarity_floor")
+
+
+def _hashed_manifest(blank: SnapshotManifest) -> bytes:
+    encoded = msgspec.json.encode(blank, order="deterministic")
+    fields: dict[str, object] = msgspec.json.decode(encoded)  # keeps the encoded key order
+    if not any(fields.get(name, 0) is None for name in _LATER_FIELDS):
+        return encoded
+    for name in _LATER_FIELDS:
+        if fields.get(name, 0) is None:
+            del fields[name]
+    return msgspec.json.encode(fields)
 
 
 def build_snapshot(
