@@ -12,8 +12,9 @@ equal.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from index.lazy import lazy_attributes
 
 if TYPE_CHECKING:  # the same names, for type checkers
     from actors.answer_export import ExportLabels, export_name, mark_unverified
@@ -401,15 +402,4 @@ __all__ = [  # the public surface; tests/test_exports.py keeps it equal to _EXPO
 ]
 
 
-def __getattr__(name: str) -> Any:
-    try:
-        module, attribute = _EXPORTS[name]
-    except KeyError:
-        raise AttributeError(f"module 'actors' has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module), attribute)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, __all__)

@@ -6,8 +6,9 @@ index/ imports nothing else of the project. Re-exports resolve lazily, so that
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from index.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from index.blockstore import DocumentInfo
@@ -68,8 +69,6 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'index' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__, __dir__ = lazy_attributes(
+    __name__, {name: (module, name) for name, module in _EXPORTS.items()}, __all__
+)

@@ -3,8 +3,9 @@ and the pre-tokenizer it counts words with (`pretokens`)."""
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from index.lazy import lazy_attributes
 
 if TYPE_CHECKING:  # the same names, for type checkers; at run time each loads on first use
     from engine.tokens.counter import TokenCounter, preload, tokenizer_file, tokenizer_version
@@ -20,15 +21,4 @@ _EXPORTS: dict[str, tuple[str, str]] = {
 __all__ = ["TokenCounter", "preload", "tokenizer_file", "tokenizer_version"]
 
 
-def __getattr__(name: str) -> Any:
-    try:
-        module, attribute = _EXPORTS[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module), attribute)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, __all__)

@@ -7,8 +7,9 @@ and never truncate.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from index.lazy import lazy_attributes
 
 if TYPE_CHECKING:  # the same names, for type checkers; at run time each loads on first use
     from engine.tools.contracts import (
@@ -181,15 +182,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    try:
-        module, attribute = _EXPORTS[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module), attribute)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, __all__)
