@@ -46,6 +46,7 @@ from engine.embedding import (
     embed_texts,
 )
 from engine.embedding.probes import PROBES_VERSION, probe_texts
+from engine.embedding.windows import block_text as embedding_text
 from engine.embedding.windows import layout_for, part_texts
 from engine.file_access import read_failure
 from engine.parsing import PARSER_VERSIONS, ParseError, ParseLimits, ocr_engine_version
@@ -118,14 +119,6 @@ class _Batch:
     # source -> content hash of the documents an interrupted run of this job finished
     resumable: dict[str, str] = field(default_factory=dict)
     resumed: int = 0  # of them, finished again from the caches in this run
-
-
-def embedding_text(record: DocumentRecord, block_index: int) -> str:
-    """What is embedded for a block: its section title leads, so the block knows its topic."""
-    block = record.blocks[block_index]
-    title = record.sections[block.section].title
-    text = block.text
-    return text if text.startswith(title) else f"{title}\n{text}"
 
 
 def record_from_snapshot(snap: Snapshot, doc: int) -> DocumentRecord:
