@@ -38,6 +38,9 @@ class SourceBlock(msgspec.Struct, frozen=True, kw_only=True):
     page_start: int | None = None
     page_end: int | None = None
     section: str = ""  # the path of the block's section
+    # Read from a scanned page by OCR: the lowest confidence of its recognised pages (0..1);
+    # None for text that came from the file itself.
+    ocr_confidence: float | None = None
 
 
 PdfProblem = Literal["unknown", "moved", "changed"]
@@ -192,6 +195,9 @@ def _context(snap: Snapshot, doc_id: str, block_id: str) -> tuple[SourceView, st
                 page_start=b.page_start,
                 page_end=b.page_end,
                 section=path_of(b.section),
+                ocr_confidence=(
+                    doc.report.ocr_confidence_of(b.page_start, b.page_end) if doc.report else None
+                ),
             )
         )
     pdf = doc.format == "pdf"

@@ -47,6 +47,7 @@ def import_report(parsed: ParsedDocument, parse_seconds: float | None = None) ->
         pages_ocr=parsed.pages_ocr,
         ocr_confidence=parsed.ocr_confidence,
         low_confidence_pages=tuple(p for p, c in parsed.ocr_pages if c < LOW_CONFIDENCE),
+        ocr_page_confidence=tuple((p, round(c, 3)) for p, c in parsed.ocr_pages),
         ocr_engine=ocr_engine_version() if parsed.pages_ocr else "",
         chars=chars,
         cjk_share=round(cjk / visible, 3) if visible > 0 else 0.0,

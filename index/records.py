@@ -73,6 +73,9 @@ class ImportReport(msgspec.Struct, frozen=True, kw_only=True):
     pages_ocr: int = 0  # PDF pages whose text was recognised by OCR
     ocr_confidence: float | None = None  # over every recognised character, 0..1
     low_confidence_pages: tuple[int, ...] = ()  # 1-based pages recognised with low confidence
+    # Every recognised page and its confidence (1-based page, 0..1), in page order: what marks
+    # a block as read from a scan wherever the snapshot shows it.
+    ocr_page_confidence: tuple[tuple[int, float], ...] = ()
     ocr_engine: str = ""  # OCR engine and model versions, for a document with OCR'd pages
     chars: int = 0  # characters of text imported
     cjk_share: float = 0.0  # share of those (spaces aside) that are Chinese/Japanese/Korean
@@ -81,6 +84,15 @@ class ImportReport(msgspec.Struct, frozen=True, kw_only=True):
     # Seconds spent reading the document (summed over the worker processes that read it). In
     # a snapshot it is kept in the manifest, outside the content hash: it names a build.
     parse_seconds: float | None = None
+
+    def ocr_confidence_of(self, first: int | None, last: int | None) -> float | None:
+        """The lowest confidence of the recognised pages among `first`..`last` (a block's
+        pages); None when none of them was recognised by OCR."""
+        if first is None:
+            return None
+        end = last if last is not None else first
+        found = [c for page, c in self.ocr_page_confidence if first <= page <= end]
+        return min(found) if found else None
 
 
 class DocumentRecord(msgspec.Struct, frozen=True, kw_only=True):

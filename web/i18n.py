@@ -156,6 +156,10 @@ TEXTS: dict[str, tuple[str, str]] = {
     "source.not_found": ("This source cannot be shown: {message}", "无法显示此来源:{message}"),
     "source.no_page_image": ("No page image: {message}", "没有页面图像:{message}"),
     "source.cited": ("cited", "被引用"),
+    "source.ocr": (
+        "Text recognised from a scanned page (confidence {confidence} %): check it on the page",
+        "由扫描页面识别出的文字(可信度 {confidence}%),请对照原页面核对",
+    ),
     "source.pdf_unknown": (
         "The page cannot be drawn: where the original PDF was imported from is not known. "
         "The block's text is shown above; import the file again to see its pages.",

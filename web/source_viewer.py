@@ -169,6 +169,10 @@ def _context(t: Texts, view: SourceView, height: str) -> int | None:
                     )
                 elif pages:
                     ui.label(pages).classes("text-xs")
+                if block.ocr_confidence is not None:
+                    ui.label(t("source.ocr", confidence=round(block.ocr_confidence * 100))).classes(
+                        "text-xs italic opacity-80"
+                    ).mark("block-ocr")
                 ui.label(block.text).classes("whitespace-pre-wrap text-sm")
     return cited_id
 

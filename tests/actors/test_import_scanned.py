@@ -39,6 +39,8 @@ async def test_a_scanned_chinese_pdf_is_imported_and_its_phrase_found_by_scan_te
     try:
         result = await app.import_paths([scan])
         outcome = await app.run_tool("scan_term", {"term": "跨平台"})
+        found = json.loads(outcome.json)
+        view = await app.source_view(found["hits"][0]["doc_id"], found["hits"][0]["block_id"])
     finally:
         await app.aclose()
     assert result.status == "ready", result
@@ -54,3 +56,6 @@ async def test_a_scanned_chinese_pdf_is_imported_and_its_phrase_found_by_scan_te
         assert ordinal is not None
         rects = snap.block_rects(ordinal)
     assert rects and all(page == 1 for page, *_ in rects)  # the source viewer can highlight it
+    # ... and says the cited text was recognised from a scan, with how sure the engine was
+    (cited,) = [b for b in view.blocks if b.cited]
+    assert cited.ocr_confidence is not None and 0.5 < cited.ocr_confidence <= 1.0
