@@ -64,6 +64,7 @@ class Report:
 # name -> "module:function"; each function takes (Report, quick: bool) and fills the report.
 BENCHMARKS: dict[str, str] = {
     "import_pace": "bench.bench_ingest:import_pace",
+    "import_pace_realworld": "bench.bench_ingest:import_pace_realworld",
     "incremental_add": "bench.bench_ingest:incremental_add",
     "snapshot_open": "bench.bench_snapshot:snapshot_open",
     "vector_threshold": "bench.bench_snapshot:vector_threshold",
