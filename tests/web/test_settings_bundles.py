@@ -31,8 +31,13 @@ async def test_bundles_are_listed_compared_promoted_and_rolled_back(
 
     await ui_user.open("/settings")
     rows = texts_of(ui_user, "bundle-row")
-    assert [r.split(" · ")[0] for r in rows] == [f"{shipped.id}@{shipped.version}", ref]
-    assert len(found(ui_user, "bundle-active")) == 1 and "shipped" in rows[0]
+    # The baseline shipped before this one (its parent) is still listed, first.
+    assert [r.split(" · ")[0] for r in rows] == [
+        "baseline@1.0.0",
+        f"{shipped.id}@{shipped.version}",
+        ref,
+    ]
+    assert len(found(ui_user, "bundle-active")) == 1 and "shipped" in rows[1]
 
     found(ui_user, "bundle-diff-b")[0].set_value(ref)
     ui_user.find(marker="bundle-diff").click()
@@ -40,7 +45,8 @@ async def test_bundles_are_listed_compared_promoted_and_rolled_back(
     diff = texts_of(ui_user, "bundle-diff-text")[0]
     assert "+Always answer in one short paragraph." in diff
 
-    UserInteraction(ui_user, set(found(ui_user, "bundle-promote")), None).click()
+    # The experiment's row is the last; the older baseline has a promote button too.
+    UserInteraction(ui_user, {found(ui_user, "bundle-promote")[-1]}, None).click()
     await ui_user.should_see(marker="bundle-confirm")
     await ui_user.should_see("+Always answer in one short paragraph.")  # what changes, first
     ui_user.find(marker="bundle-confirm-yes").click()
