@@ -101,8 +101,13 @@ def _live_children_cpu_s() -> float:
 
 
 def _copy_cache(src: Path, dst: Path) -> None:
+    """The warm import's embedding cache, and its OCR cache when it recognised a page (the
+    Debian manual's cover is an image): raw get_text() neither embeds nor recognises, so the
+    measured import looks both up instead of doing them again."""
     (dst / "cache").mkdir(parents=True, exist_ok=True)
-    shutil.copy2(src / "cache" / "embeddings.sqlite", dst / "cache" / "embeddings.sqlite")
+    for name in ("embeddings.sqlite", "ocr.sqlite"):
+        if (src / "cache" / name).exists():
+            shutil.copy2(src / "cache" / name, dst / "cache" / name)
 
 
 def _raw_pymupdf(paths: list[Path]) -> tuple[float, int, int]:
