@@ -13,15 +13,11 @@ import pytest
 
 from actors import App, ImportProgress
 from actors.catalog import Catalog
-from engine.parsing import ocr_engine_version
 from engine.parsing.ocr_cache import OcrCache
 from tests.corpus import make_app
 from tests.scans import EN_PDF, add_scan, save
 
-pytestmark = [
-    pytest.mark.anyio,
-    pytest.mark.skipif(not ocr_engine_version(), reason="rapidocr-onnxruntime missing"),
-]
+pytestmark = pytest.mark.anyio
 _mupdf: Any = pymupdf
 PAUSE_S = 6.0  # longer than a page takes here: a pause that did not hold shows
 

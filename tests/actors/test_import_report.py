@@ -17,10 +17,7 @@ from engine.parsing import ocr_engine_version
 from tests.corpus import make_app
 from tests.scans import EN_PDF, add_blank, add_scan, save
 
-pytestmark = [
-    pytest.mark.anyio,
-    pytest.mark.skipif(not ocr_engine_version(), reason="rapidocr-onnxruntime missing"),
-]
+pytestmark = pytest.mark.anyio
 _mupdf: Any = pymupdf
 REALWORLD = Path(__file__).resolve().parents[1] / "realworld"
 # One line of English body text a page: recognised in seconds.

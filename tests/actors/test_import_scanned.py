@@ -15,10 +15,7 @@ from engine.parsing import ocr_engine_version
 from tests.corpus import make_app
 from tests.scans import ZH_CLIP, ZH_PDF, add_scan, save
 
-pytestmark = [
-    pytest.mark.anyio,
-    pytest.mark.skipif(not ocr_engine_version(), reason="rapidocr-onnxruntime missing"),
-]
+pytestmark = pytest.mark.anyio
 _mupdf: Any = pymupdf
 
 

@@ -26,8 +26,6 @@ from tests.scans import (
     source_text,
 )
 
-pytestmark = pytest.mark.skipif(not ocr_engine_version(), reason="rapidocr-onnxruntime missing")
-
 _mupdf: Any = pymupdf
 SIDEWAYS_CLIP = (30, 0, 60, 68)  # the heading and its first paragraph
 

@@ -10,9 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pymupdf
-import pytest
 
-from engine.parsing import ParseLimits, ocr_engine_version
+from engine.parsing import ParseLimits
 from engine.parsing.ocr import recognise_unreadable
 from engine.parsing.ocr_cache import OcrCache
 from engine.parsing.ocr_signals import PageCounts, PageSignals, pause_file
@@ -37,7 +36,6 @@ def _recognise(path: Path, limits: ParseLimits) -> tuple[dict[int, str], PageCou
     return texts, counts
 
 
-@pytest.mark.skipif(not ocr_engine_version(), reason="rapidocr-onnxruntime missing")
 def test_a_page_recognised_once_comes_from_the_cache_with_the_same_text(tmp_path: Path) -> None:
     out = _mupdf.open()
     add_scan(out, EN_PDF, (30, 150, 60, 36), dpi=100)

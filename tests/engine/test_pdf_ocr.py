@@ -10,11 +10,10 @@ import pymupdf
 import pytest
 
 from engine.errors import ParseError
-from engine.parsing import ParseLimits, ocr_engine_version, parse_file
+from engine.parsing import ParseLimits, parse_file
 from engine.parsing.pdf import assemble_pdf, parse_pdf_pages, plan_pdf
 from tests.scans import EN_PDF, ZH_CLIP, ZH_PDF, add_blank, add_scan, save
 
-pytestmark = pytest.mark.skipif(not ocr_engine_version(), reason="rapidocr-onnxruntime missing")
 _mupdf: Any = pymupdf
 SHORT_EN = (30, 0, 60, 68)  # a heading and one paragraph
 

@@ -13,8 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from engine.parsing import ocr_engine_version
-
 REPO = Path(__file__).resolve().parents[2]
 SOURCES = ("engine", "actors", "index", "web", "cli", "bench", "packaging")
 
@@ -83,7 +81,6 @@ def _run(code: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.skipif(not ocr_engine_version(), reason="rapidocr-onnxruntime missing")
 @pytest.mark.parametrize("order", ["search then OCR", "OCR then search"])
 def test_a_process_can_search_vectors_and_read_a_scan_in_either_order(order: str) -> None:
     code = SEARCH + OCR if order == "search then OCR" else OCR + SEARCH
@@ -95,7 +92,6 @@ def test_a_process_can_search_vectors_and_read_a_scan_in_either_order(order: str
     assert done.stdout.strip() == "['onnxruntime', 'usearch']"
 
 
-@pytest.mark.skipif(not ocr_engine_version(), reason="rapidocr-onnxruntime missing")
 def test_the_hazard_is_real_usearch_imported_directly_crashes_onnxruntime() -> None:
     """Why the gate exists: without it the same two imports kill the process."""
     done = _run("import usearch.index\nimport onnxruntime\n")
