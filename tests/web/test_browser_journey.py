@@ -140,6 +140,24 @@ class Walk:
             self.check(f"{path} after {after}")
         self.shot(f"pages-after-{after}")
 
+    def wizard_to_documents(self, chat_server: ChatServer, *, key_shot: str = "") -> Any:
+        """Through the wizard's first steps (language, the DeepSeek key tested against the
+        scripted server, the built-in embedding model) to the documents step; its path field.
+        `key_shot` names a screenshot taken once the key is tested."""
+        self.open("/wizard")
+        self.button("wiz.next").click()
+        key = self.page.get_by_placeholder(self.t("set.key.placeholder"))
+        chat_server.script(Text("p"))
+        key.fill("sk-journey-0123456789")
+        self.button("wiz.test_and_next").click()
+        self.text("set.provider.local").wait_for(timeout=20_000)
+        if key_shot:
+            self.shot(key_shot)
+        self.button("wiz.test_and_next").click()
+        path = self.page.get_by_label(self.t("lib.path"))
+        path.wait_for(timeout=30_000)
+        return path
+
     def switch_language(self, lang: str) -> None:
         self.page.locator(".q-header .q-select").click()
         self.page.get_by_role("option", name={"en": "English", "zh": "中文"}[lang]).click()
@@ -202,17 +220,7 @@ def _journey(
 
     # The wizard: language, the DeepSeek key tested against the scripted server, the built-in
     # embedding model, then the first documents (paused and resumed while they import).
-    walk.open("/wizard")
-    walk.button("wiz.next").click()
-    key = page.get_by_placeholder(walk.t("set.key.placeholder"))
-    chat_server.script(Text("p"))
-    key.fill("sk-journey-0123456789")
-    walk.button("wiz.test_and_next").click()
-    walk.text("set.provider.local").wait_for(timeout=20_000)
-    walk.shot("key-tested")
-    walk.button("wiz.test_and_next").click()
-    path = page.get_by_label(walk.t("lib.path"))
-    path.wait_for(timeout=30_000)
+    path = walk.wizard_to_documents(chat_server, key_shot="key-tested")
     walk.check("wizard")
     path.fill(str(docs))
     walk.button("lib.start").click()

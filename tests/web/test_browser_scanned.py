@@ -19,17 +19,13 @@ import pymupdf
 import pytest
 from playwright.sync_api import sync_playwright
 
-from engine.parsing import ocr_engine_version
 from tests.scans import ZH_PDF, add_scan
 from tests.servers.chat_server import ChatServer, Text
 from tests.web.test_browser_journey import CHROMIUM, CHROMIUM_ARGS, Walk
 from tests.web.test_security import serve_env, start_server, stop_server
 
 ARTIFACTS = os.environ.get("CITEWISE_TEST_ARTIFACTS")
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(not ocr_engine_version(), reason="rapidocr-onnxruntime missing"),
-]
+pytestmark = pytest.mark.slow
 
 
 def _scan(_: dict[str, Any]) -> Text:
@@ -70,17 +66,7 @@ def test_a_scanned_chapter_is_recognised_found_cited_and_shown_highlighted(
             page.goto(served.url)
             walk.text("wiz.title").wait_for(timeout=20_000)
             walk.switch_language("zh")
-            walk.open("/wizard")
-            walk.button("wiz.next").click()
-            key = page.get_by_placeholder(walk.t("set.key.placeholder"))
-            chat_server.script(Text("p"))
-            key.fill("sk-journey-0123456789")
-            walk.button("wiz.test_and_next").click()
-            walk.text("set.provider.local").wait_for(timeout=20_000)
-            walk.button("wiz.test_and_next").click()
-            path = page.get_by_label(walk.t("lib.path"))
-            path.wait_for(timeout=30_000)
-            path.fill(str(docs))
+            walk.wizard_to_documents(chat_server).fill(str(docs))
             walk.button("lib.start").click()
             walk.text("lib.state.done").wait_for(timeout=300_000)
             walk.check("import")
