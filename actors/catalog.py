@@ -17,6 +17,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -31,7 +32,9 @@ from engine.versions.formats import POINTER_FORMAT
 from index.errors import SnapshotError
 from index.fsutil import atomic_write, fsync_dir, remove_tree, replace_with_retry, sweep
 from index.records import SnapshotManifest
-from index.snapshot import Snapshot
+
+if TYPE_CHECKING:  # opened on first pin: `status` reads manifests and never loads numpy
+    from index.snapshot import Snapshot
 
 if sys.platform != "win32":
     import fcntl
@@ -223,6 +226,8 @@ class Catalog:
     @contextlib.contextmanager
     def _pinned(self, snapshot_id: str, *, active: bool) -> Iterator[Snapshot]:
         path = self.snapshot_path(snapshot_id)
+        from index.snapshot import Snapshot
+
         self._pin(path)
         try:
             try:

@@ -20,7 +20,6 @@ from actors.catalog import ActivePointer
 from actors.errors import UpgradeRequired
 from actors.journal import Job
 from engine.config import load_config
-from engine.embedding.cache import CACHE_FORMAT
 from engine.errors import DataTooNew, WriterBusy
 from engine.paths import DataDir, check_path_length
 from engine.trace.store import DB_NAME, SCHEMA_VERSION, TraceStore
@@ -226,6 +225,8 @@ def _check_traces(view: DataView) -> None:
 
 
 def _check_embedding_cache(view: DataView) -> None:
+    from engine.embedding.cache import CACHE_FORMAT  # here: the start gate loads no numpy
+
     path = view.resolve("cache/embeddings.sqlite")
     if path.exists():
         version = _sqlite_meta(path, "SELECT value FROM meta WHERE key = 'format'")

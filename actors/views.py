@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
@@ -15,7 +15,9 @@ from index.records import FailedDocument, SkippedFile, SnapshotManifest
 # A document's import report, as the front ends read it (DocumentView.report).
 from index.records import ImportReport as ImportReport
 from index.records import ImportWarning as ImportWarning
-from index.snapshot import Snapshot
+
+if TYPE_CHECKING:  # only annotations here: `status` loads no snapshot code
+    from index.snapshot import Snapshot
 
 
 class ActiveSnapshotInfo(msgspec.Struct, kw_only=True):

@@ -9,9 +9,6 @@ from __future__ import annotations
 import os
 from typing import Literal
 
-import keyring
-import keyring.errors
-
 from engine import redaction
 
 # Still imported from here by actors/app.py and cli/ask.py.
@@ -30,6 +27,8 @@ MAX_SECRET_BYTES = 2560  # CRED_MAX_CREDENTIAL_BLOB_SIZE; keyring stores text as
 
 
 def keyring_available() -> bool:
+    import keyring.errors  # on first use: keyring costs ~35 ms, and `status` needs no key
+
     try:
         backend = keyring.get_keyring()
     except keyring.errors.KeyringError:
@@ -40,6 +39,8 @@ def keyring_available() -> bool:
 
 def get_key(name: KeyName) -> str | None:
     """The stored key, or the environment variable when the store has none."""
+    import keyring.errors
+
     try:
         value = keyring.get_password(SERVICE, name)
     except keyring.errors.KeyringError:
@@ -60,6 +61,8 @@ def set_key(name: KeyName, value: str) -> None:
             f"{ENV_NAMES[name]} instead"
         )
     redaction.remember(value)
+    import keyring.errors
+
     try:
         keyring.set_password(SERVICE, name, value)
     except keyring.errors.KeyringError:

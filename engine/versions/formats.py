@@ -23,6 +23,20 @@ EVAL_RESULT_FORMAT = 1
 EVAL_RESULT_FILE = "eval.json"
 # The record of which formats a data directory was written with (engine/versions/upgrade.py).
 STAMP_FORMAT = 1
+# Formats whose modules load numpy (and more) on import, which the start gate of every command
+# (`status` included) must not pay for: their versions are repeated here, and
+# tests/cli/test_startup.py fails when one differs from its module's constant.
+SNAPSHOT_HEADER_FORMAT = 1  # index.snapshot.HEADER_FORMAT
+SNAPSHOT_DOCUMENTS_FORMAT = 1  # index.blockstore.DOCUMENTS_FORMAT
+SNAPSHOT_RECTS_FORMAT = 1  # index.blockstore.RECTS_FORMAT (rects.bin, optional)
+EMBEDDING_CACHE_FORMAT = 1  # engine.embedding.cache.CACHE_FORMAT
+# Mirrors of modules that load numpy: {format name: (module, constant)}; the test reads them.
+MIRRORED = {
+    "snapshot_header": ("index.snapshot", "HEADER_FORMAT"),
+    "snapshot_documents": ("index.blockstore", "DOCUMENTS_FORMAT"),
+    "snapshot_rects": ("index.blockstore", "RECTS_FORMAT"),
+    "embedding_cache": ("engine.embedding.cache", "CACHE_FORMAT"),
+}
 
 
 @dataclass(frozen=True)
@@ -38,27 +52,27 @@ def registry() -> tuple[Format, ...]:
     """Every format this build reads and writes, in upgrade order."""
     # Imported here, not at module level: actor modules import this module for one constant.
     from engine import config
-    from engine.embedding import cache as embedding_cache
     from engine.prompts import bundle as prompt_bundle
     from engine.prompts import registry as prompt_history
     from engine.trace import bundle as trace_bundle
     from engine.trace import manifest as run_manifest
     from engine.trace import model as trace_model
     from engine.trace import store as trace_store
-    from index import blockstore, records, snapshot
+    from index import records
 
     snap = "collections/*/snapshots/*/"
     return (
         Format("stamp", STAMP_FORMAT, "formats.json", "engine.versions.upgrade"),
         Format("config", config.CONFIG_FORMAT, "config.toml", "engine.config"),
         Format("snapshot_manifest", records.SNAPSHOT_FORMAT, snap + "manifest.json", "index"),
-        Format("snapshot_header", snapshot.HEADER_FORMAT, snap + "header.msgpack", "index"),
+        Format("snapshot_header", SNAPSHOT_HEADER_FORMAT, snap + "header.msgpack", "index"),
         Format(
             "snapshot_documents",
-            blockstore.DOCUMENTS_FORMAT,
-            snap + blockstore.DOCUMENTS,
+            SNAPSHOT_DOCUMENTS_FORMAT,
+            snap + "documents.msgpack",
             "index.blockstore",
         ),
+        Format("snapshot_rects", SNAPSHOT_RECTS_FORMAT, snap + "rects.bin", "index.blockstore"),
         Format("document_record", records.RECORD_FORMAT, "cache/documents/**", "index.records"),
         Format("active_pointer", POINTER_FORMAT, "collections/*/ACTIVE", "actors.catalog"),
         Format("journal", JOURNAL_FORMAT, "collections/*/journal/*", "actors.journal"),
@@ -93,7 +107,7 @@ def registry() -> tuple[Format, ...]:
         ),
         Format(
             "embedding_cache",
-            embedding_cache.CACHE_FORMAT,
+            EMBEDDING_CACHE_FORMAT,
             "cache/embeddings.sqlite",
             "engine.embedding.cache",
         ),
