@@ -189,6 +189,7 @@ def scale(report: Report, quick: bool) -> None:
             shutil.rmtree(base, ignore_errors=True)
             shutil.rmtree(added, ignore_errors=True)
             _figures(report, rows[-1])
+    rows.sort(key=lambda r: r["blocks"])  # CITEWISE_SCALE_SIZES may run the largest first
     _tables(report, rows)
     chart = _chart(rows, report)
     report.figure("chart", chart)
