@@ -12,15 +12,20 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections import deque
-from collections.abc import Callable, Sequence
+from collections import Counter, deque
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import anyio
 import msgspec
 
 from actors.discovery import Target
 from index.records import BuildStats, DocumentRecord, FailedDocument, SkippedFile, SnapshotStatus
+
+if TYPE_CHECKING:  # annotations only: the reporter loads no snapshot code
+    from actors.snapshot_plan import ParentDocuments
+    from index.snapshot import Snapshot
 
 PROGRESS_INTERVAL_S = 0.5
 PACE_WINDOW_S = 20.0  # the pace is what the last 20 s of running time did…
@@ -74,6 +79,12 @@ class ImportCounts(msgspec.Struct, frozen=True, kw_only=True):
     library: int  # documents in the collection once the import is over
     added: int  # imported by this run: new documents, and changed ones
     unchanged: int  # imported again with the same content (no work done)
+    # The same bytes as the active snapshot held, embedded again for another embedding model
+    # or vector layout: neither new nor changed, so never counted as added.
+    re_embedded: int = 0
+    # The same bytes read again with every scanned page recognised ("Recognise all pages").
+    read_again: int = 0
+    blocks_changed: int = 0  # of the documents read again: blocks the new reading differs in
     failed: int  # this run's documents that could not be imported
     skipped: int  # files of a type Citewise does not read
     resumed: int = 0  # documents an interrupted run had finished, kept without work
@@ -94,18 +105,68 @@ class ImportResult(msgspec.Struct, kw_only=True):
     # then, taken from the caches now. Blocks whose vectors were reused are in
     # stats.embedding_cache_hits.
     documents_resumed: int = 0
+    # Of the documents this run imported (stats.documents_succeeded less documents_reused),
+    # those whose bytes the active snapshot already held: see `renewed`.
+    re_embedded: list[str] = []
+    read_again: list[str] = []
+    blocks_changed: int = 0
 
     def counts(self) -> ImportCounts:
         s = self.stats
+        renewed = len(self.re_embedded) + len(self.read_again)
         return ImportCounts(
             library=self.library_documents,
-            added=s.documents_succeeded - s.documents_reused,
+            added=s.documents_succeeded - s.documents_reused - renewed,
             unchanged=s.documents_reused,
+            re_embedded=len(self.re_embedded),
+            read_again=len(self.read_again),
+            blocks_changed=self.blocks_changed,
             failed=s.documents_failed,
             skipped=len(self.skipped),
             resumed=self.documents_resumed,
             vectors_reused=s.embedding_cache_hits,
         )
+
+
+class Renewed(msgspec.Struct, frozen=True, kw_only=True):
+    """The documents of a run that were neither new nor changed, yet not carried over."""
+
+    re_embedded: list[str]  # embedded again: the parent's vectors are of another model/layout
+    read_again: list[str]  # parsed again with the parent's vectors still usable (all pages)
+    blocks_changed: int  # blocks of the read-again documents that differ from the parent's
+
+
+def renewed(
+    parent: Snapshot | None,
+    parent_docs: ParentDocuments | None,
+    imported: Mapping[str, tuple[DocumentRecord, bool]],
+) -> Renewed:
+    """Of `imported` (source -> (record, reused)), those not reused whose bytes the parent
+    already held under the same source. With another embedding model or vector layout they
+    are re-embedded; otherwise they were read again (every scanned page recognised), and the
+    blocks whose text differs from the parent's (on either side) are counted."""
+    if parent is None or parent_docs is None:
+        return Renewed(re_embedded=[], read_again=[], blocks_changed=0)
+    same: list[tuple[str, DocumentRecord, int]] = []
+    for source, (record, reused) in sorted(imported.items()):
+        found = parent_docs.by_source.get(source)
+        if not reused and found is not None and found[1] == record.content_hash:
+            same.append((source, record, found[0]))
+    if not parent_docs.reusable:
+        return Renewed(re_embedded=[s for s, _, _ in same], read_again=[], blocks_changed=0)
+    changed = 0
+    for _, record, doc in same:
+        before = [b.text for b in parent.document_record(doc).blocks]
+        after = [b.text for b in record.blocks]
+        changed += _differing(before, after)
+    return Renewed(re_embedded=[], read_again=[s for s, _, _ in same], blocks_changed=changed)
+
+
+def _differing(before: Sequence[str], after: Sequence[str]) -> int:
+    """Blocks in one reading and not the other: the larger of the two one-sided counts
+    (a block re-read with other words is one change, not two)."""
+    old, new = Counter(before), Counter(after)
+    return max(sum((old - new).values()), sum((new - old).values()))
 
 
 class PauseGate:

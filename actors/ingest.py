@@ -29,6 +29,7 @@ from actors.import_progress import (
     ImportResult,
     PauseGate,
     ProgressReporter,
+    renewed,
 )
 from actors.journal import DoneEntry, Job, JobTarget, Journal
 from actors.overrides import Overrides
@@ -276,6 +277,11 @@ class Ingest:
                 renewed=[source for source, e in batch.ok.items() if not e.reused],
             )
             result = await self._build(parent, plan, batch, skipped)
+            # Same bytes as the parent's yet not carried over: re-embedded or read again.
+            imported = {s: (e.record, e.reused) for s, e in batch.ok.items()}
+            again_done = await anyio.to_thread.run_sync(renewed, parent, parent_docs, imported)
+            result.re_embedded, result.read_again = again_done.re_embedded, again_done.read_again
+            result.blocks_changed = again_done.blocks_changed
         self.journal.finish()
         self.report.state("done")
         return result

@@ -282,6 +282,15 @@ TEXTS: dict[str, tuple[str, str]] = {
         "资料库中共有 {n} 篇文档",
     ),
     "lib.closing.added": ("{n} added", "新增 {n} 篇"),
+    "lib.closing.re_embedded": (
+        "{n} {n|document|documents} embedded again for the new embedding model or vector layout",
+        "{n} 篇已按新的向量模型或向量布局重新向量化",
+    ),
+    "lib.closing.read_again": (
+        "pages recognised again in {n} {n|document|documents}, {blocks} {blocks|block|blocks} "
+        "changed",
+        "已重新识别 {n} 篇文档的页面，{blocks} 个块有变化",
+    ),
     "lib.closing.unchanged": ("{n} unchanged", "{n} 篇未变化"),
     "lib.closing.failed": (
         "{n} could not be imported — see why below",

@@ -48,11 +48,13 @@ def failure_sentence(t: Texts, stage: str, reason: str) -> str:
 
 
 def closing_message(t: Texts, result: ImportResult) -> str:
-    """The whole library's count, then what this import added, kept, failed and skipped."""
+    """The whole library's count, then what this import did: documents read again with every
+    page recognised, added, embedded again, kept, failed and skipped."""
     c = result.counts()
     parts = [t("lib.closing.library", n=c.library)]
     for key, n in (
         ("lib.closing.added", c.added),
+        ("lib.closing.re_embedded", c.re_embedded),
         ("lib.closing.unchanged", c.unchanged),
         ("lib.closing.failed", c.failed),
         ("lib.closing.skipped", c.skipped),
@@ -61,6 +63,8 @@ def closing_message(t: Texts, result: ImportResult) -> str:
     ):
         if n:
             parts.append(t(key, n=n))
+    if c.read_again:  # after "added": what "Recognise all pages" did to the pages it read
+        parts.insert(1, t("lib.closing.read_again", n=c.read_again, blocks=c.blocks_changed))
     return t("lib.closing.separator").join(parts) + t("lib.closing.end")
 
 
