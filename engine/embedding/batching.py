@@ -9,6 +9,7 @@ batch, or any non-retryable one, fails the whole call.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable, Sequence
 
 import anyio
@@ -95,6 +96,8 @@ async def embed_texts(
     if batch_size < 1 or concurrency < 1:
         raise ValueError("batch_size and concurrency must be positive")
     spec = provider.spec
+    # A service names its endpoint in the cache key (engine/embedding/cache.cache_scope).
+    endpoint_scope: str | None = getattr(provider, "cache_scope", None)
     out = np.zeros((len(texts), spec.dimensions), dtype=np.float32)
     positions: dict[str, list[int]] = {}
     for i, text in enumerate(texts):
@@ -104,7 +107,9 @@ async def embed_texts(
 
     cached: dict[str, Vectors] = {}
     if cache is not None and unique:
-        cached = await anyio.to_thread.run_sync(cache.get_many, spec, hashes)
+        cached = await anyio.to_thread.run_sync(
+            functools.partial(cache.get_many, spec, hashes, scope=endpoint_scope)
+        )
     hits = tokens = 0
     missing: list[tuple[str, str]] = []  # (text, hash)
     for text, h in zip(unique, hashes, strict=True):
@@ -147,7 +152,9 @@ async def embed_texts(
             if cache is not None:
                 vectors = cache.stored_form(vectors)
                 items = [(h, vectors[j]) for j, (_, h) in enumerate(batch)]
-                await anyio.to_thread.run_sync(cache.put_many, spec, items)
+                await anyio.to_thread.run_sync(
+                    functools.partial(cache.put_many, spec, items, scope=endpoint_scope)
+                )
                 crash_point(BATCH_CACHED_POINT)
             for j, text in enumerate(batch_texts):
                 out[positions[text]] = vectors[j]

@@ -1,5 +1,7 @@
 """A content-addressed embedding cache on SQLite: (provider, model, dimensions, sha256 of the
-exact text) → vector, so no text is ever embedded twice with the same model.
+exact text) → vector, so no text is ever embedded twice with the same model. For a service
+the provider column also names its endpoint (`cache_scope`): two OpenAI-compatible servers
+serving a model of the same name never share vectors.
 
 Every write is one SQLite transaction (WAL, synchronous=NORMAL): a killed process loses at most
 the batch it was writing, never the file. Its methods block; async code calls them through
@@ -27,6 +29,9 @@ from index.records import EmbeddingSpec
 
 CACHE_FORMAT = 1
 StoredType = Literal["float16", "float32"]
+# Part of every service's scope: entries written before the endpoint was in the key carry the
+# bare provider name and are never read as any endpoint's (they are simply embedded again).
+KEY_VERSION = 2
 _QUERY_CHUNK = 500  # hashes per SELECT … IN (…), well below SQLite's variable limit
 
 _SCHEMA = """
@@ -49,6 +54,18 @@ def text_hash(text: str, granularity: str = "block") -> str:
     if granularity != "block":
         text = f"{granularity}\x00{text}"
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def cache_scope(provider: str, endpoint: str | None = None) -> str:
+    """What the cache's provider column holds: the provider's name alone for the built-in
+    model (one per installed version, named by the model id), else the name, KEY_VERSION and
+    the endpoint URL with its scheme and host lower-cased and trailing slashes dropped."""
+    if endpoint is None:
+        return provider
+    scheme, sep, rest = endpoint.strip().partition("://")
+    host, slash, path = rest.partition("/")
+    url = f"{scheme.lower()}{sep}{host.lower()}{slash}{path}".rstrip("/")
+    return f"{provider}\x1fk{KEY_VERSION}\x1f{url}"
 
 
 class EmbeddingCache:
@@ -119,9 +136,12 @@ class EmbeddingCache:
         rounded = np.asarray(vectors, dtype=np.float32).astype(self._numpy_type)
         return normalise(rounded.astype(np.float32))
 
-    def get_many(self, spec: EmbeddingSpec, hashes: Sequence[str]) -> dict[str, Vectors]:
-        """The cached vectors (1-D float32, unit length) of those `hashes` that are cached."""
-        key = (spec.provider, spec.model, spec.dimensions)
+    def get_many(
+        self, spec: EmbeddingSpec, hashes: Sequence[str], *, scope: str | None = None
+    ) -> dict[str, Vectors]:
+        """The cached vectors (1-D float32, unit length) of those `hashes` that are cached.
+        `scope` (see `cache_scope`) stands for spec.provider in the key when given."""
+        key = (scope or spec.provider, spec.model, spec.dimensions)
         wanted = list(dict.fromkeys(hashes))
         rows: list[tuple[str, bytes]] = []
         with self._lock:
@@ -141,9 +161,15 @@ class EmbeddingCache:
         vectors = normalise(matrix.reshape(len(good), spec.dimensions).astype(np.float32))
         return {h: vectors[i] for i, (h, _) in enumerate(good)}
 
-    def put_many(self, spec: EmbeddingSpec, items: Iterable[tuple[str, npt.NDArray[Any]]]) -> int:
+    def put_many(
+        self,
+        spec: EmbeddingSpec,
+        items: Iterable[tuple[str, npt.NDArray[Any]]],
+        *,
+        scope: str | None = None,
+    ) -> int:
         """Store (hash, vector) pairs in one transaction; returns how many were new."""
-        key = (spec.provider, spec.model, spec.dimensions)
+        key = (scope or spec.provider, spec.model, spec.dimensions)
         rows = []
         for h, vector in items:
             flat = np.asarray(vector, dtype=np.float32).reshape(-1)
@@ -161,7 +187,7 @@ class EmbeddingCache:
             )
             return self._conn.total_changes - before
 
-    def count(self, spec: EmbeddingSpec | None = None) -> int:
+    def count(self, spec: EmbeddingSpec | None = None, *, scope: str | None = None) -> int:
         """How many vectors are cached (for one model, or in all)."""
         with self._lock:
             if spec is None:
@@ -170,6 +196,6 @@ class EmbeddingCache:
                 row = self._conn.execute(
                     "SELECT count(*) FROM vectors "
                     "WHERE provider = ? AND model = ? AND dimensions = ?",
-                    (spec.provider, spec.model, spec.dimensions),
+                    (scope or spec.provider, spec.model, spec.dimensions),
                 ).fetchone()
         return int(row[0])

@@ -20,6 +20,7 @@ import numpy as np
 
 from engine import redaction
 from engine.embedding.base import EmbeddingResult, normalise
+from engine.embedding.cache import cache_scope
 from engine.errors import CaBundleError, EmbeddingError, ProviderCause, provider_code_for_status
 from engine.network import is_json, parse_retry_after, ssl_context, transport_cause
 from index.records import EmbeddingSpec
@@ -93,6 +94,8 @@ class OpenAICompatibleEmbedding:
             raise ValueError("dimensions must be positive")
         self.spec = EmbeddingSpec(provider=PROVIDER, model=model, dimensions=dimensions)
         self._url = base_url.rstrip("/") + "/embeddings"
+        # The embedding cache keys this provider's vectors by its endpoint too.
+        self.cache_scope = cache_scope(PROVIDER, self._url)
         self._host = urlsplit(base_url).netloc or base_url
         self._api_key = api_key
         self._timeout_s = timeout_s
