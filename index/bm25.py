@@ -3,9 +3,10 @@
 Files: `bm25.terms` (sorted terms, UTF-8, concatenated), `bm25.dict` ([terms+1] rows of byte
 offsets into terms, postings and tf), `bm25.postings` (one serialized roaring bitmap of block
 ordinals per term), `bm25.tf` (term frequencies aligned with each bitmap's ascending order),
-`bm25.lengths` (tokens per block). Opening reads nothing (term keys for the vectorised lookup
-are derived on the first query). Never rank by anything but the formula below, and never score
-a block that holds no query term.
+`bm25.lengths` (tokens per block), `bm25.keys` (each term's 8-byte lookup key, precomputed so
+the first search after opening derives nothing; snapshots written before it derive the keys on
+their first query, to the same values). Opening reads nothing. Never rank by anything but the
+formula below, and never score a block that holds no query term.
 """
 
 from __future__ import annotations
@@ -31,7 +32,11 @@ DICT = "bm25.dict"
 POSTINGS = "bm25.postings"
 TF = "bm25.tf"
 LENGTHS = "bm25.lengths"
-FILES = (TERMS, DICT, POSTINGS, TF, LENGTHS)
+KEYS = "bm25.keys"
+FILES = (TERMS, DICT, POSTINGS, TF, LENGTHS)  # every snapshot has these; KEYS is optional
+# bm25.keys: one "<u8" per term, its first 8 UTF-8 bytes read big-endian (zero-padded). A new
+# layout is a new version here and in engine/versions/formats.py.
+KEYS_FORMAT = 1
 
 # Offsets are 32-bit: a snapshot with 4 GiB of postings (millions of blocks) is refused.
 DICT_DTYPE = np.dtype([("term", "<u4"), ("posting", "<u4"), ("tf", "<u4")])
@@ -167,12 +172,16 @@ def write_bm25(
         if int(column[-1]) > _MAX_OFFSET:
             raise ValueError(f"BM25 {name} data exceeds 4 GiB; split the collection")
         table[name] = column
+    term_bytes = b"".join(encoded_terms)
     sizes = {
-        TERMS: write_new_file(directory / TERMS, b"".join(encoded_terms)),
+        TERMS: write_new_file(directory / TERMS, term_bytes),
         DICT: write_new_file(directory / DICT, table.tobytes()),
         POSTINGS: write_new_file(directory / POSTINGS, postings.tobytes()),
         TF: write_new_file(directory / TF, tf_all.astype(tf_dtype).tobytes()),
         LENGTHS: write_new_file(directory / LENGTHS, block_lengths.astype("<u4").tobytes()),
+        KEYS: write_new_file(
+            directory / KEYS, prefix_keys(table["term"], term_bytes).astype("<u8").tobytes()
+        ),
     }
     stats = Bm25Stats(
         k1=k1,
@@ -296,9 +305,10 @@ class _HotTerms:
 class Bm25Index:
     """Read side over the mapped files; safe for concurrent readers.
 
-    State beyond the maps, all derived from them on first use (never at open): an 8-byte key
-    per term for the vectorised lookup, the length normalisation per block (built twice by
-    racing readers at worst, never wrong), and a locked, byte-bounded cache of hot terms.
+    State beyond the maps, derived from them on first use (never at open): an 8-byte key per
+    term for the vectorised lookup when the snapshot has no `bm25.keys` (older ones), the
+    length normalisation per block (built twice by racing readers at worst, never wrong), and a
+    locked, byte-bounded cache of hot terms.
     """
 
     def __init__(
@@ -309,6 +319,7 @@ class Bm25Index:
         postings: Mapped,
         tf: Mapped,
         lengths: Mapped,
+        keys: Mapped | None = None,
         *,
         cache_bytes: int = HOT_CACHE_BYTES,
     ) -> None:
@@ -324,6 +335,10 @@ class Bm25Index:
         if len(self._lengths) != stats.n_blocks:
             raise ValueError(f"{LENGTHS} has {len(self._lengths)} blocks, not {stats.n_blocks}")
         self._keys: npt.NDArray[np.uint64] | None = None
+        if keys is not None:
+            self._keys = np.frombuffer(keys, dtype="<u8")
+            if len(self._keys) != stats.n_terms:
+                raise ValueError(f"{KEYS} has {len(self._keys)} keys for {stats.n_terms} terms")
         self._norm: npt.NDArray[np.float64] | None = None
         # Every contribution is > 0 with k1 >= 0 and 0 <= b <= 1, so a summed score of 0
         # means "no term"; other parameters take the path that does not rely on it.
@@ -373,23 +388,14 @@ class Bm25Index:
         return found
 
     def _prefix_keys(self) -> npt.NDArray[np.uint64]:
-        """Each term's first 8 UTF-8 bytes as a big-endian integer, zero-padded.
+        """The terms' lookup keys: bm25.keys, or derived once from the terms (older snapshots).
 
         Terms are in byte order, so the keys are non-decreasing and the terms equal to a query
         term are all in the run of keys equal to its key.
         """
         keys = self._keys
         if keys is None:
-            offsets = self._rows[:, 0].astype(np.int64)
-            starts, sizes = offsets[:-1], np.diff(offsets)
-            data = np.frombuffer(self._terms, dtype=np.uint8)
-            keys = np.zeros(len(starts), dtype=np.uint64)
-            for j in range(8):
-                present = np.flatnonzero(sizes > j)
-                keys[present] |= data[starts[present] + j].astype(np.uint64) << np.uint64(
-                    56 - 8 * j
-                )
-            self._keys = keys
+            keys = self._keys = prefix_keys(self._rows[:, 0], self._terms)
         return keys
 
     def _length_norm(self) -> npt.NDArray[np.float64]:
@@ -535,6 +541,21 @@ class Bm25Index:
 
 # Dense accumulation once the postings reach 1/_DENSE_RATIO of the blocks (measured crossover).
 _DENSE_RATIO = 8
+
+
+def prefix_keys(
+    offsets: npt.NDArray[np.unsignedinteger], terms: Mapped | bytes
+) -> npt.NDArray[np.uint64]:
+    """Each term's first 8 UTF-8 bytes as a big-endian integer, zero-padded (`_prefix_key` for
+    every term at once); `offsets` are the [n_terms + 1] term offsets into `terms`."""
+    bounds = np.asarray(offsets, dtype=np.int64)
+    starts, sizes = bounds[:-1], np.diff(bounds)
+    data = np.frombuffer(terms, dtype=np.uint8)
+    keys = np.zeros(len(starts), dtype=np.uint64)
+    for j in range(8):
+        present = np.flatnonzero(sizes > j)
+        keys[present] |= data[starts[present] + j].astype(np.uint64) << np.uint64(56 - 8 * j)
+    return keys
 
 
 def _prefix_key(term: bytes) -> int:

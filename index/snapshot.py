@@ -629,7 +629,13 @@ class Snapshot:
         if self._blocks.n_blocks != h.n_blocks or len(self._blocks.documents) != h.n_documents:
             raise ValueError("block store does not match the header")
         self._bm25 = Bm25Index(
-            h.bm25, m[bm25.TERMS], m[bm25.DICT], m[bm25.POSTINGS], m[bm25.TF], m[bm25.LENGTHS]
+            h.bm25,
+            m[bm25.TERMS],
+            m[bm25.DICT],
+            m[bm25.POSTINGS],
+            m[bm25.TF],
+            m[bm25.LENGTHS],
+            m.get(bm25.KEYS),  # absent from snapshots written before it: derived on first use
         )
         if h.vector_index != "none":
             self._vectors = VectorIndex(

@@ -30,12 +30,14 @@ SNAPSHOT_HEADER_FORMAT = 1  # index.snapshot.HEADER_FORMAT
 SNAPSHOT_DOCUMENTS_FORMAT = 1  # index.blockstore.DOCUMENTS_FORMAT
 SNAPSHOT_RECTS_FORMAT = 1  # index.blockstore.RECTS_FORMAT (rects.bin, optional)
 EMBEDDING_CACHE_FORMAT = 1  # engine.embedding.cache.CACHE_FORMAT
+SNAPSHOT_BM25_KEYS_FORMAT = 1  # index.bm25.KEYS_FORMAT (bm25.keys, optional)
 # Mirrors of modules that load numpy: {format name: (module, constant)}; the test reads them.
 MIRRORED = {
     "snapshot_header": ("index.snapshot", "HEADER_FORMAT"),
     "snapshot_documents": ("index.blockstore", "DOCUMENTS_FORMAT"),
     "snapshot_rects": ("index.blockstore", "RECTS_FORMAT"),
     "embedding_cache": ("engine.embedding.cache", "CACHE_FORMAT"),
+    "snapshot_bm25_keys": ("index.bm25", "KEYS_FORMAT"),
 }
 
 
@@ -73,6 +75,7 @@ def registry() -> tuple[Format, ...]:
             "index.blockstore",
         ),
         Format("snapshot_rects", SNAPSHOT_RECTS_FORMAT, snap + "rects.bin", "index.blockstore"),
+        Format("snapshot_bm25_keys", SNAPSHOT_BM25_KEYS_FORMAT, snap + "bm25.keys", "index.bm25"),
         Format("document_record", records.RECORD_FORMAT, "cache/documents/**", "index.records"),
         Format("active_pointer", POINTER_FORMAT, "collections/*/ACTIVE", "actors.catalog"),
         Format("journal", JOURNAL_FORMAT, "collections/*/journal/*", "actors.journal"),

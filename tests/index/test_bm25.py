@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from index.bm25 import FILES, Bm25Index, Bm25Stats, idf, top_k, write_bm25
+from index.bm25 import FILES, KEYS, Bm25Index, Bm25Stats, idf, top_k, write_bm25
 from index.fsutil import close_map, map_file
 from index.textnorm import document_tokens, query_tokens
 
@@ -303,6 +303,33 @@ def test_an_index_carried_over_through_adds_and_removes_equals_a_fresh_build(
                     assert np.array_equal(got[0], expected[0])
                     np.testing.assert_allclose(got[1], expected[1], rtol=0, atol=1e-9)
             parent, parent_stats = carried, carried_stats
+
+
+def test_precomputed_term_keys_equal_the_derived_ones_and_answer_alike(
+    corpus: list[list[str]], tmp_path: Path
+) -> None:
+    """bm25.keys (written at build time, so the first search after opening derives nothing)
+    holds exactly the keys an index without it derives on its first query."""
+    terms = sorted(
+        {"document", "documents", "docu", "软件包", "软件包管理", "abcdefgh", "abcdefghi"}
+    )
+    blocks = [*corpus[:400], *([t] for t in terms)]
+    _, stats = write_bm25(tmp_path, blocks, k1=K1, b=B)
+    maps = [map_file(tmp_path / name) for name in (*FILES, KEYS)]
+    with_keys, derived = Bm25Index(stats, *maps), Bm25Index(stats, *maps[:-1])
+    try:
+        assert with_keys._keys is not None and derived._keys is None  # read at open, not built
+        assert np.array_equal(with_keys._prefix_keys(), derived._prefix_keys())
+        every = [*terms, "documentatio", "abcdefghh", "软件", "zz", *corpus[3], *corpus[250]]
+        assert with_keys.term_ids(every) == derived.term_ids(every)
+        assert with_keys.term_ids(terms) != [None] * len(terms)
+        for query in (corpus[7][:5], [*terms[:3], "zz"], corpus[399]):
+            assert with_keys.search(query, 10) == derived.search(query, 10)
+    finally:
+        for index in (with_keys, derived):
+            index.release()
+        for m in maps:
+            close_map(m)
 
 
 def blocks_of(corpus: list[list[str]], documents: list[tuple[int, int]]) -> list[list[str]]:
