@@ -314,19 +314,8 @@ def _tables(report: Report, rows: list[dict[str, Any]]) -> None:
     )
 
 
-def _chart(rows: list[dict[str, Any]], report: Report) -> str:
-    """A log-log chart of each cost against size, next to the reports; its file name."""
-    if not rows:
-        return ""
-    out = Path(os.environ.get("CITEWISE_BENCH_OUT", REPO / "bench" / "reports"))
-    out.mkdir(parents=True, exist_ok=True)
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    sizes = [r["blocks"] for r in rows]
-    series = {
+def _series(rows: list[dict[str, Any]]) -> dict[str, list[float]]:
+    return {
         "full build (s)": [r["full"]["seconds"] for r in rows],
         "add one document (s)": [r["add"]["seconds"] for r in rows],
         "search p50 (ms)": [r["serve"]["search_p50_ms"] for r in rows],
@@ -337,6 +326,23 @@ def _chart(rows: list[dict[str, Any]], report: Report) -> str:
         "serving RSS (MB)": [r["serve"]["rss_serving_mb"] for r in rows],
         "add peak RSS (MB)": [r["add"]["peak_mb"] for r in rows],
     }
+
+
+def _chart(rows: list[dict[str, Any]], report: Report) -> str:
+    if not rows:
+        return ""
+    return _draw([r["blocks"] for r in rows], _series(rows), report)
+
+
+def _draw(sizes: list[int], series: dict[str, list[float]], report: Report) -> str:
+    """A log-log chart of each cost against size, next to the reports; its file name."""
+    out = Path(os.environ.get("CITEWISE_BENCH_OUT", REPO / "bench" / "reports"))
+    out.mkdir(parents=True, exist_ok=True)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(figsize=(8, 5))
     for label, values in series.items():
         ax.plot(sizes, values, marker="o", label=label)
@@ -354,3 +360,67 @@ def _chart(rows: list[dict[str, Any]], report: Report) -> str:
     plt.close(fig)
     report.notes.append(f"Chart: ![cost against size]({name}) (log-log).")
     return name
+
+
+def merge(paths: list[Path]) -> Path:
+    """One scale report (tables, figures, targets, chart) from several runs' scale.json, e.g.
+    the largest size run in one process beside the smaller ones in another on a shared
+    machine. Writes scale.json and scale.md to CITEWISE_BENCH_OUT (bench/reports)."""
+    import json
+
+    from bench.runner import _markdown
+
+    parts = [json.loads(p.read_text(encoding="utf-8")) for p in paths]
+    report = Report(name="scale", title=parts[0]["title"])
+    for part in parts:
+        report.figures.update(part["figures"])
+        report.targets += part["targets"]
+    report.targets.sort(key=lambda t: int(t["target"].split(" at ")[1].split()[0]))
+    for i, first in enumerate(parts[0]["tables"]):
+        rows = [row for part in parts for row in part["tables"][i]["rows"]]
+        report.table(first["title"], first["header"], sorted(rows, key=lambda r: int(r[0])))
+    build, serve = report.tables[0], report.tables[1]
+
+    def column(table: dict[str, Any], name: str) -> list[float]:
+        at = table["header"].index(name)
+        return [float(str(r[at]).split()[0]) for r in table["rows"]]
+
+    series = {
+        "full build (s)": column(build, "full build s"),
+        "add one document (s)": column(build, "add one s"),
+        "search p50 (ms)": column(serve, "search p50 ms"),
+        "search p99 (ms)": column(serve, "search p99 ms"),
+        "first search after open (ms)": column(serve, "first search ms"),
+        "scan frequent term (ms)": [v * 1e3 for v in column(serve, "scan frequent s (hits)")],
+        "scan rare term (ms)": [v * 1e3 for v in column(serve, "scan rare s (hits)")],
+        "serving RSS (MB)": column(serve, "RSS serving MB"),
+        "add peak RSS (MB)": column(build, "add peak MB"),
+    }
+    sizes = [int(r[0]) for r in build["rows"]]
+    seen: set[str] = set()
+    for part in parts:
+        for note in part["notes"]:
+            if note not in seen and not note.startswith("Chart:"):
+                seen.add(note)
+                report.notes.append(note)
+    report.notes.append(
+        f"Merged from {len(parts)} runs ({', '.join(str(p) for p in paths)}), run at the same "
+        "time on the same machine; each size's steps ran in their own processes."
+    )
+    report.figure("chart", _draw(sizes, series, report))
+    out = Path(os.environ.get("CITEWISE_BENCH_OUT", REPO / "bench" / "reports"))
+    seconds = max(float(p["seconds"]) for p in parts)
+    merged = {**parts[0], "figures": report.figures, "targets": report.targets,
+              "tables": report.tables, "notes": report.notes, "seconds": seconds}  # fmt: skip
+    (out / "scale.json").write_text(json.dumps(merged, indent=2, ensure_ascii=False))
+    target = out / "scale.md"
+    target.write_text(_markdown(report, parts[0]["machine"], seconds), encoding="utf-8")
+    return target
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:2] != ["merge"] or len(sys.argv) < 4:
+        raise SystemExit("usage: python -m bench.bench_scale merge A/scale.json B/scale.json ...")
+    print(merge([Path(a) for a in sys.argv[2:]]))
