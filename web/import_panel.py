@@ -130,6 +130,10 @@ class ImportPanel:
         self.t = t
         self.on_finished = on_finished
         self._reported: ImportJob | None = None
+        # A finished import whose story the library has moved past (a rollback, a removal,
+        # an edit, another collection): its closing line would tell what no longer holds.
+        self._past: ImportJob | None = None
+        self._left: tuple[ImportJob, str | None] | None = None  # (job, the snapshot it left)
         self._shown_documents: tuple[tuple[str, str], ...] = ()
         self._shown_failures: tuple[int, int] = (0, 0)  # (id of the progress, failures shown)
         with ui.card().classes("w-full").mark("import-panel"):
@@ -179,11 +183,26 @@ class ImportPanel:
                 self.per_document = ui.column().classes("w-full gap-0 text-xs")
                 self.failures = ui.column().classes("w-full gap-1").mark("import-failures")
         self._show_resume_offer()
+        self.library_changed()
         # The page shows the library as it is right after building this panel, so an import
         # that finished earlier is reported here without calling back into a page still under
         # construction (its callback would refer to this panel before it exists).
         self._render(notify=False)
         ui.timer(POLL_S, self._render)
+
+    def library_changed(self) -> None:
+        """The library page shows the library afresh: a finished import is no longer shown
+        once the active snapshot is not the one it left (or the collection is another)."""
+        job = self._job()
+        if job is None or not job.finished.is_set() or job is self._past:
+            return
+        active = _active(self.app, job)
+        if self._left is None or self._left[0] is not job:
+            made = _made(job)
+            self._left = (job, active if made is None else made)
+        if job.collection != self.app.current_collection() or active != self._left[1]:
+            self._past = job
+            self.progress.set_visibility(False)
 
     # -- starting ------------------------------------------------------------------------------
     def start(self, paths: Sequence[Path]) -> bool:
@@ -262,8 +281,8 @@ class ImportPanel:
         job = self._job()
         t = self.t
         active = job is not None and not job.finished.is_set()
-        self.progress.set_visibility(job is not None)
-        if job is None:
+        self.progress.set_visibility(job is not None and job is not self._past)
+        if job is None or job is self._past:
             return
         state = job.state
         key = f"lib.state.{state}"
@@ -351,3 +370,19 @@ class ImportPanel:
             self.result.set_text("")
             return
         self.result.set_text(closing_message(self.t, r))
+
+
+def _made(job: ImportJob) -> str | None:
+    """The snapshot a finished import left active, when its result says (None: it does not,
+    e.g. it was cancelled, failed, or built a snapshot of failures only)."""
+    r = job.result
+    if r is None or job.error is not None or not (r.activated or r.status is None):
+        return None
+    return r.snapshot_id
+
+
+def _active(app: App, job: ImportJob) -> str | None:
+    try:
+        return app.catalog(job.collection).active_id()
+    except Exception:  # a collection deleted or damaged since: the import is in the past
+        return ""

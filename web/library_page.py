@@ -38,6 +38,7 @@ def build(app: App) -> None:
     retrying: set[str] = set()
 
     def refresh() -> None:
+        panel.library_changed()  # a rollback or a removal ends the last import's story
         damage.clear()
         with damage:
             damaged = damage_banner(app, t, on_library_page=True) is not None
