@@ -523,17 +523,38 @@ class App(TraceMethods):
         sources = {d.source for d in manifest.documents}
         failed = {f.source for f in manifest.failed_documents}
         chosen: list[str] = []
+        already: list[str] = []  # removed before: removing again is no error (idempotent)
+        held = {k for m in catalog.list() for d in m.documents for k in (d.source, d.doc_id)}
         for item in items:
             if item in sources or item in failed:
                 chosen.append(item)
             elif item in by_id:
                 chosen.append(by_id[item])
+            elif item in held:
+                already.append(item)
             else:
                 raise AppError(
                     f"{item!r} is neither a document source nor a doc_id in collection "
                     f"{catalog.collection!r}; see `citewise tool list_documents '{{}}'`"
                 )
+        if not chosen:
+            from actors.import_progress import ImportResult
+            from index.records import BuildStats
+
+            return ImportResult(
+                collection=catalog.collection,
+                snapshot_id=manifest.snapshot_id,
+                status=None,
+                activated=False,
+                failed_documents=[],
+                skipped=[],
+                stats=BuildStats(),
+                library_documents=len(manifest.documents),
+                message=f"already removed: {', '.join(already)}; nothing changed",
+                already_removed=already,
+            )
         result = await self.import_paths([], collection=catalog.collection, removals=chosen)
+        result.already_removed = already
         if result.activated:  # a file imported later under the same name starts afresh
             await anyio.to_thread.run_sync(Overrides(self.data, catalog.collection).forget, chosen)
         return result

@@ -110,6 +110,8 @@ class ImportResult(msgspec.Struct, kw_only=True):
     re_embedded: list[str] = []
     read_again: list[str] = []
     blocks_changed: int = 0
+    # Of a removal's items, those an earlier snapshot held and the active one no longer does.
+    already_removed: list[str] = []
 
     def counts(self) -> ImportCounts:
         s = self.stats

@@ -511,6 +511,10 @@ TEXTS: dict[str, tuple[str, str]] = {
         "可以在快照历史中回到旧快照。",
     ),
     "lib.removed": ("{source} removed.", "已移除 {source}。"),
+    "lib.already_removed": (
+        "{source} was already removed; nothing changed. The list below is up to date.",
+        "{source} 此前已被移除，资料库没有变化。下方列表已更新。",
+    ),
     "lib.snapshots": ("Snapshot history", "快照历史"),
     "lib.snapshot_row": (
         "{created} · {status} · {documents} {documents|document|documents} · {blocks} "

@@ -247,8 +247,11 @@ def _documents(
                     ).props("flat dense").classes("whitespace-nowrap").mark("recognise-all-button")
 
                 async def remove(source: str = d.source) -> None:
-                    await app.remove([source])
-                    ui.notify(t("lib.removed", source=source), type="positive")
+                    result = await app.remove([source])
+                    if result.already_removed:  # e.g. removed meanwhile in another window
+                        ui.notify(t("lib.already_removed", source=source), type="info")
+                    else:
+                        ui.notify(t("lib.removed", source=source), type="positive")
                     refresh()
 
                 ui.button(
