@@ -235,7 +235,10 @@ def _report_import(result: ImportResult, as_json: bool) -> int:
 
 async def cmd_remove(app: App, args: argparse.Namespace) -> int:
     result = await app.remove(args.items, collection=args.collection)
-    return _report_import(result, args.json)
+    code = _report_import(result, args.json)
+    if result.already_removed and result.status is not None and not args.json:
+        out.print(f"already removed before: {escape(', '.join(result.already_removed))}")
+    return code
 
 
 # -- status and snapshots ---------------------------------------------------------------------
