@@ -266,10 +266,11 @@ def _choose(
 
 # -- the run ----------------------------------------------------------------------------------
 
-DEPTHS = (2, 4, 8)  # Fusion.depth_per_result
+DEPTHS = (4, 8)  # Fusion.depth_per_result (2 and 4 both reach MIN_LIST_DEPTH at top_k 5)
 RRF_KS = (10, 30, 60)
-KEYWORD_WEIGHTS = (0.5, 1.0, 1.5, 2.0)  # the vector list's weight stays 1
-GRID_NAMES = ("depth_per_result", "rrf_k", "keyword_weight")
+KEYWORD_WEIGHTS = (0.5, 1.0, 1.5)  # the vector list's weight stays 1
+CROSS_LINGUAL_WEIGHTS = (1.0, 2.0, 3.0)  # Fusion.cross_lingual_vector_weight
+GRID_NAMES = ("depth_per_result", "rrf_k", "keyword_weight", "cross_lingual_vector_weight")
 
 
 def measure(snapshot: Snapshot, report: Report) -> dict[str, Any]:
@@ -324,12 +325,20 @@ def measure(snapshot: Snapshot, report: Report) -> dict[str, Any]:
     out["keyword_variants"] = variants
 
     # 2. Fusion grid on the shipped tokenizer.
-    grid: dict[tuple[int, int, float], Ranks] = {}
-    for depth, rrf_k, weight in itertools.product(DEPTHS, RRF_KS, KEYWORD_WEIGHTS):
-        fusion = Fusion(depth_per_result=depth, keyword_weight=weight)
+    grid: dict[tuple[int, int, float, float], Ranks] = {}
+    settings = itertools.product(DEPTHS, RRF_KS, KEYWORD_WEIGHTS, CROSS_LINGUAL_WEIGHTS)
+    for depth, rrf_k, weight, crossed in settings:
+        fusion = Fusion(
+            depth_per_result=depth, keyword_weight=weight, cross_lingual_vector_weight=crossed
+        )
         p = msgspec.structs.replace(params, rrf_k=rrf_k)
-        grid[depth, rrf_k, weight] = ranks(snapshot, qs, "hybrid", p, fusion)
-    default = (DEFAULT_FUSION.depth_per_result, params.rrf_k, DEFAULT_FUSION.keyword_weight)
+        grid[depth, rrf_k, weight, crossed] = ranks(snapshot, qs, "hybrid", p, fusion)
+    default = (
+        DEFAULT_FUSION.depth_per_result,
+        params.rrf_k,
+        DEFAULT_FUSION.keyword_weight,
+        DEFAULT_FUSION.cross_lingual_vector_weight,
+    )
     fusion_out: dict[str, Any] = {"default": list(default)}
     for chosen_on, reported_on in (("A", "B"), ("B", "A")):
         best, on_chosen = _choose(halves[chosen_on], grid, default)
@@ -344,6 +353,35 @@ def measure(snapshot: Snapshot, report: Report) -> dict[str, Any]:
                 for s in SETS
             },
         }
+    # The cross-lingual weight alone (the rest shipped), per half, set and kind: it must not
+    # cost same-language questions what it gains cross-language.
+    crossed_out: dict[str, Any] = {}
+    for crossed in CROSS_LINGUAL_WEIGHTS:
+        found = grid[default[0], default[1], default[2], crossed]
+        crossed_out[str(crossed)] = {
+            f"{s} {h}": {
+                "cross_lingual": rates(
+                    [q for q in halves[h] if q.set == s and q.item.kind == "cross_lingual"], found
+                ),
+                "same_language": rates(
+                    [q for q in halves[h] if q.set == s and q.item.kind != "cross_lingual"], found
+                ),
+            }
+            for s in SETS
+            for h in halves
+        }
+    fusion_out["cross_lingual_weight"] = crossed_out
+    # Score-aware fusion (each list's scores scaled to [0, 1]) beside RRF, shipped weights.
+    scored = ranks(
+        snapshot, qs, "hybrid", params, msgspec.structs.replace(DEFAULT_FUSION, method="scores")
+    )
+    fusion_out["scores_vs_rrf"] = {
+        s: {
+            "scores": rates([q for q in qs if q.set == s], scored),
+            "rrf": rates([q for q in qs if q.set == s], grid[default]),
+        }
+        for s in SETS
+    }
     out["fusion"] = fusion_out
 
     # 3. The shipped ranking by kind: each list alone and hybrid.

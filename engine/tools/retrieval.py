@@ -17,7 +17,13 @@ tests/engine/tools/test_retrieval_quality.py), never tuned per question:
 - blocks with the same text (one book imported in two formats) are collapsed: a second copy
   tells the model nothing new and would take one of only top_k places;
 - each list's first block keeps a place in the result: RRF rewards blocks that both lists
-  rank moderately over a block one list is sure of, which loses precise keyword hits.
+  rank moderately over a block one list is sure of, which loses precise keyword hits;
+- a block whose document is in another language than the query (a Chinese question over an
+  English manual) gets twice the vector list's weight: the keyword list can hardly reach it,
+  while same-language blocks that match a few keyword bigrams would otherwise crowd it out
+  (built-in multilingual model only: another provider's cross-language alignment is unknown).
+  Chosen on held-apart halves of both question sets: x2 ties or wins on every half, x3 costs
+  same-language questions (bench/bench_retrieval_quality.py prints the grid).
 """
 
 from __future__ import annotations
@@ -44,12 +50,15 @@ from index.textnorm import fold, query_tokens, tokenize
 # Bump whenever the ranking changes: recorded in every search trace.
 # 2: keyword candidates need an informative query term; vector candidates under the snapshot's
 # calibrated similarity floor are dropped.
-RETRIEVAL_VERSION = "citewise-hybrid-2"
+# 3: the vector list counts twice for a block whose document's language is not the query's.
+RETRIEVAL_VERSION = "citewise-hybrid-3"
 
 Mode = Literal["hybrid", "keyword", "vector"]
 _Ints = npt.NDArray[np.int64]
 _Floats = npt.NDArray[np.float64]
 
+# The vector list's weight for a block of another language than the query (see above).
+CROSS_LINGUAL_VECTOR_WEIGHT = 2.0
 # Each list contributes its first LIST_DEPTH_PER_RESULT * top_k blocks (at least
 # MIN_LIST_DEPTH) to the fusion; deeper ranks are topical neighbours, not answers.
 LIST_DEPTH_PER_RESULT = 4
@@ -83,11 +92,21 @@ ZH_SCAFFOLDING = frozenset(_ZH_SCAFFOLDING.split())
 class Fusion(msgspec.Struct, frozen=True, kw_only=True):
     """How the two lists are fused: each list's depth (`depth_per_result` * top_k, at least
     MIN_LIST_DEPTH) and the weight of its reciprocal ranks. The defaults are the shipped
-    ranking; other values exist to measure it (bench/bench_retrieval_quality.py)."""
+    ranking; other values exist to measure it (bench/bench_retrieval_quality.py).
+
+    `cross_lingual_vector_weight` multiplies the vector list's weight for a block whose
+    document is in another language than the query (Chinese script against an English
+    document or the reverse): there the keyword list can hardly match, so only the vectors
+    speak for that block. `keep_heads` is the "each list's first block" rule."""
 
     depth_per_result: int = LIST_DEPTH_PER_RESULT
     keyword_weight: float = 1.0
     vector_weight: float = 1.0
+    cross_lingual_vector_weight: float = CROSS_LINGUAL_VECTOR_WEIGHT
+    keep_heads: bool = True
+    # "rrf": weight / (rrf_k + rank); "scores": each list's scores scaled to [0, 1] within the
+    # list (BM25 over its best, similarity above the floor over the best's), times the weight.
+    method: Literal["rrf", "scores"] = "rrf"
 
 
 DEFAULT_FUSION = Fusion()
@@ -160,6 +179,31 @@ def keyword_query(query: str) -> tuple[list[str], list[str]]:
     return kept, [t for t in tokens if t not in kept]
 
 
+_CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
+_LATIN_LETTER = re.compile(r"[A-Za-z\u00c0-\u024f]")
+# A Chinese character carries about as much as a short English word: a query is Chinese when
+# its Chinese characters number at least a third of its Latin letters ("Debian 里 apt 和
+# apt-get 该怎么选？" is Chinese, "What does \\include do in 中文 LaTeX?" is English).
+LATIN_LETTERS_PER_CJK_CHAR = 3
+
+
+def query_language(query: str) -> str:
+    """ "zh" or "en" by the script most of the query is written in; "" with neither."""
+    cjk = len(_CJK_CHAR.findall(query))
+    latin = len(_LATIN_LETTER.findall(query))
+    if cjk == 0 and latin == 0:
+        return ""
+    return "zh" if cjk * LATIN_LETTERS_PER_CJK_CHAR >= latin else "en"
+
+
+def _aligned_across_languages(snapshot: Snapshot) -> bool:
+    """Whether the snapshot's vectors are known to put a question and its answer close across
+    Chinese and English: measured for the built-in multilingual model only; another provider's
+    model may not be, and then its cross-language vector hits are no better than others."""
+    spec = snapshot.manifest.embedding
+    return spec is not None and spec.provider == "local"
+
+
 def search(
     snapshot: Snapshot,
     query: str,
@@ -200,22 +244,45 @@ def search(
         vector = [(o, s) for o, s in found if s >= floor] if carries_content(query) else []
         read = tuple((snapshot.block(o).citation, s) for o, s in found[:VECTOR_READ_SHOWN])
 
-    keyword_list = aux.head(snapshot, keyword, depth)
-    vector_list = aux.head(snapshot, vector, depth)
+    keyword_scored = aux.head_scored(snapshot, keyword, depth)
+    vector_scored = aux.head_scored(snapshot, vector, depth)
+    keyword_list = [o for o, _ in keyword_scored]
+    vector_list = [o for o, _ in vector_scored]
+    scaled = (
+        _scaled(keyword_scored, 0.0),
+        _scaled(vector_scored, floor),
+    )
     # Copies of one text (a book imported in two formats) are one candidate: their ranks in
     # the two lists add up, and the copy first in document order stands for them.
     fused: dict[bytes, float] = {}
     representative: dict[bytes, int] = {}
-    weighted = ((keyword_list, fusion.keyword_weight), (vector_list, fusion.vector_weight))
-    for ranked, weight in weighted:
+    language = query_language(query)
+    crossed = (
+        fusion.cross_lingual_vector_weight != 1.0
+        and language != ""
+        and _aligned_across_languages(snapshot)
+    )
+    weighted = (
+        (keyword_list, scaled[0], fusion.keyword_weight, False),
+        (vector_list, scaled[1], fusion.vector_weight, crossed),
+    )
+    for ranked, list_scores, weight, by_language in weighted:
         for rank, ordinal in enumerate(ranked, start=1):
             key = aux.text_key(snapshot, ordinal)
-            fused[key] = fused.get(key, 0.0) + weight / (params.rrf_k + rank)
+            w = weight
+            if by_language and aux.language(snapshot, ordinal) not in ("", language):
+                w *= fusion.cross_lingual_vector_weight
+            part = (
+                list_scores[rank - 1] if fusion.method == "scores" else 1.0 / (params.rrf_k + rank)
+            )
+            fused[key] = fused.get(key, 0.0) + w * part
             representative[key] = min(ordinal, representative.get(key, ordinal))
     order = sorted(fused, key=lambda key: (-fused[key], representative[key]))
     chosen = order[: params.top_k]
     kept_as_head: set[bytes] = set()
     heads = [aux.text_key(snapshot, ranked[0]) for ranked in (keyword_list, vector_list) if ranked]
+    if not fusion.keep_heads:
+        heads = []
     for head in heads:
         if head in chosen or not chosen:
             continue
@@ -262,6 +329,16 @@ def search(
         vector_read=read,
     )
     return SearchOutcome(ordinals=tuple(result), trace=trace)
+
+
+def _scaled(scored: list[tuple[int, float]], floor: float) -> list[float]:
+    """A list's scores mapped onto [0, 1]: `floor` to 0 and the list's best to 1."""
+    if not scored:
+        return []
+    span = scored[0][1] - floor
+    if span <= 0.0:
+        return [1.0 for _ in scored]
+    return [max(0.0, (s - floor) / span) for _, s in scored]
 
 
 # -- navigational blocks ---------------------------------------------------------------------
@@ -392,13 +469,29 @@ class _Aux:
         ordinals = np.flatnonzero(dense > 0.0).astype(np.uint32)
         return ordinals, dense[ordinals]
 
-    def head(self, snapshot: Snapshot, scored: list[tuple[int, float]], depth: int) -> list[int]:
-        """The first `depth` distinct blocks of a list after down-weighting navigational ones."""
+    def head_scored(
+        self, snapshot: Snapshot, scored: list[tuple[int, float]], depth: int
+    ) -> list[tuple[int, float]]:
+        """The first `depth` distinct blocks of a list after down-weighting navigational ones,
+        with their scores after down-weighting."""
         weighted = [
             (o, s * NAVIGATION_WEIGHT if self.navigational(snapshot, o) else s) for o, s in scored
         ]
         weighted.sort(key=lambda entry: (-entry[1], entry[0]))
-        return self.distinct(snapshot, [o for o, _ in weighted])[:depth]
+        seen: set[bytes] = set()
+        out: list[tuple[int, float]] = []
+        for ordinal, score in weighted:
+            key = self.text_key(snapshot, ordinal)
+            if key not in seen:
+                seen.add(key)
+                out.append((ordinal, score))
+                if len(out) == depth:
+                    break
+        return out
+
+    def head(self, snapshot: Snapshot, scored: list[tuple[int, float]], depth: int) -> list[int]:
+        """The first `depth` distinct blocks of a list after down-weighting navigational ones."""
+        return [o for o, _ in self.head_scored(snapshot, scored, depth)]
 
     def distinct(self, snapshot: Snapshot, ordinals: list[int]) -> list[int]:
         """`ordinals` without blocks whose text repeats an earlier one's."""
@@ -419,6 +512,10 @@ class _Aux:
             key = hashlib.blake2b(folded.encode("utf-8"), digest_size=16).digest()
             self._keys[ordinal] = key
         return key
+
+    def language(self, snapshot: Snapshot, ordinal: int) -> str:
+        """The language of the block's document ("en", "zh", or "" when unknown)."""
+        return snapshot.documents[snapshot.block(ordinal).doc].lang
 
     def navigational(self, snapshot: Snapshot, ordinal: int) -> bool:
         known = int(self._navigational[ordinal])
