@@ -231,11 +231,12 @@ async def test_outline_and_direct_tools_work_without_a_model(
     )
     ui_user.find(marker="tool-term").type("listener")
     ui_user.find(marker="tool-run-scan").click()
-    await ui_user.should_see(marker="tool-count")
+    # should_see waits 0.3 s; a loaded machine takes longer for the first search (model load)
+    await eventually(lambda: bool(found(ui_user, "tool-count")), timeout_s=30)
     assert texts_of(ui_user, "tool-count") == ["2 occurrences"]
     ui_user.find(marker="tool-query").type("highWaterMark backpressure")
     ui_user.find(marker="tool-run-search").click()
-    await ui_user.should_see(marker="tool-block")
+    await eventually(lambda: bool(found(ui_user, "tool-block")), timeout_s=30)
     await ui_user.should_see("Streams · Streams / Backpressure")
 
 
