@@ -258,7 +258,8 @@ def search(
     representative: dict[bytes, int] = {}
     language = query_language(query)
     crossed = (
-        fusion.cross_lingual_vector_weight != 1.0
+        mode == "hybrid"  # each list alone keeps its own order
+        and fusion.cross_lingual_vector_weight != 1.0
         and language != ""
         and _aligned_across_languages(snapshot)
     )
