@@ -10,6 +10,11 @@ corpus into each directory that has no snapshot (granularity from the directory'
 `*block*` or `*sentence*`), each with its own empty embedding cache, and prints blocks/s.
 `--embed-rate N` embeds the first N blocks of the first snapshot both ways in one process and
 prints blocks/s for each (the import's embedding cost, nothing cached).
+`--scoring` scores blocks from a sentence snapshot's stored part vectors by several rules
+(nothing embedded again but the questions and the probes), each with its own floor
+calibrated as a build would, and prints recall of the vector list alone and of the hybrid
+search, per question set (`--gold`, `--second`), half and kind, and how each retrieval
+question's evidence scored against the floor (is a cross-lingual miss the model or the floor?).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from typing import Any
 import anyio
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+SECOND = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "gold" / "second.jsonl"
 NONSENSE = [
     "qwzx blorft vindle sporq",
     "zzzz kkkk jjjj",
@@ -243,6 +249,162 @@ def latency(sizes: Sequence[int], parts: Sequence[int], threshold: int) -> list[
     return rows
 
 
+SCORINGS = ("block", "max", "max_or_block", "mix0.2", "mix0.5", "max_or_mix0.2", "soft0.05", "top2")
+
+
+def rule_scores(
+    sims: Any, starts: Any, block_part: bool, rule: str
+) -> Any:  # [queries, parts] -> [queries, blocks]
+    """Block scores from part similarities under `rule`. With `block_part` each block's first
+    part is the whole block: "block" is it alone, "max" the best window, "max_or_block" the
+    best of all parts (what the index does), "mixW" (1-W) x best window + W x whole block,
+    "max_or_mixW" the better of that and the whole block; "softT" T log mean exp(s/T) over
+    the windows; "top2" the mean of the best two windows."""
+    import numpy as np
+
+    counts = np.diff(np.append(starts, sims.shape[1]))
+    whole = sims[:, starts] if block_part else None
+    windows = sims.copy()
+    if block_part:  # mask the whole-block part out of the window rules
+        windows[:, starts[counts > 1]] = -np.inf
+        single = counts == 1
+        windows[:, starts[single]] = sims[:, starts[single]]
+    best = np.maximum.reduceat(windows, starts, axis=1)
+    if rule == "block":
+        return whole if whole is not None else best
+    if rule == "max":
+        return best
+    if rule == "max_or_block":
+        return np.maximum.reduceat(sims, starts, axis=1)
+    if rule.startswith("mix") or rule.startswith("max_or_mix"):
+        w = float(rule.rsplit("mix", 1)[1])
+        mixed = (1 - w) * best + w * (whole if whole is not None else best)
+        return (
+            np.maximum(mixed, whole) if rule.startswith("max_or") and whole is not None else mixed
+        )
+    if rule.startswith("soft"):
+        t = float(rule[4:])
+        e = np.where(np.isinf(windows), 0.0, np.exp((windows - 1) / t))
+        n = np.add.reduceat(np.isfinite(windows).astype(np.float64), starts, axis=1)
+        return 1 + t * np.log(np.add.reduceat(e, starts, axis=1) / np.maximum(n, 1))
+    if rule == "top2":
+        out = np.empty_like(best)
+        for j, (a, c) in enumerate(zip(starts, counts, strict=True)):
+            seg = np.sort(windows[:, a : a + c], axis=1)
+            seg = seg[:, np.isfinite(seg).all(axis=0)] if c > 1 else seg
+            out[:, j] = seg[:, -2:].mean(axis=1)
+        return out
+    raise ValueError(f"unknown scoring rule {rule!r}")
+
+
+class _ScoredSnapshot:
+    """A snapshot whose vector list is scored by another rule (this study only): search()
+    reads everything else, the keyword side and the fusion included, from the real one."""
+
+    def __init__(self, snap: Any, row: Any, floor: Any) -> None:
+        import msgspec
+
+        self._snap = snap
+        self._row = row
+        self.manifest = msgspec.structs.replace(snap.manifest, similarity_floor=floor)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._snap, name)
+
+    def vector_search(self, query: Any, k: int, docs: Any = None) -> list[tuple[int, float]]:
+        import numpy as np
+
+        order = np.lexsort((np.arange(len(self._row)), -self._row))[:k]
+        return [(int(o), float(self._row[o])) for o in order]
+
+
+def scoring_study(home: Path, gold_paths: dict[str, Path]) -> dict[str, Any]:
+    """Recall of each scoring rule (vector list alone and hybrid) on `home`'s snapshot."""
+    import msgspec
+    import numpy as np
+
+    from actors.catalog import Catalog
+    from engine.embedding import LocalEmbedding
+    from engine.embedding.probes import PROBES_VERSION, probe_texts
+    from engine.evaluation.gold import contains_quote, load_gold, normalize
+    from engine.paths import DataDir
+    from engine.tools.retrieval import search
+    from index.vectors import calibrate_floor
+
+    embedder = LocalEmbedding()
+    out: dict[str, Any] = {"rules": {}, "evidence": []}
+    with Catalog(DataDir(home), "default").pin_active() as snap:
+        assert snap is not None, f"{home} has no snapshot"
+        layout = snap.manifest.vector_layout
+        assert layout is not None and layout.granularity == "sentence", "needs sentence vectors"
+        params = snap.manifest.retrieval
+        assert params is not None
+        n = snap.n_blocks
+        texts = [snap.block(o).text for o in range(n)]
+        doc_lang = [snap.documents[snap.block(o).doc].lang for o in range(n)]
+        items: list[tuple[str, Any, set[int]]] = []
+        for set_name, path in gold_paths.items():
+            for item in load_gold(path).items:
+                if item.is_retrieval:
+                    quotes = [normalize(e.quote) for e in item.evidence]
+                    found = {o for o in range(n) if contains_quote(texts[o], quotes)}
+                    items.append((set_name, item, found))
+        matrix = np.concatenate([snap.doc_vectors(d) for d in range(len(snap.documents))])
+        counts = np.concatenate(
+            [c for d in range(len(snap.documents)) if (c := snap.doc_part_counts(d)) is not None]
+        )
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        questions = anyio.run(embedder.embed, [i.question for _, i, _ in items]).vectors
+        probes = anyio.run(embedder.embed, probe_texts()).vectors
+        q_sims, p_sims = questions @ matrix.T, probes @ matrix.T
+        top10 = msgspec.structs.replace(params, top_k=10)
+        for rule in SCORINGS:
+            scores = rule_scores(q_sims, starts, layout.with_block, rule)
+            best = rule_scores(p_sims, starts, layout.with_block, rule).max(axis=1)
+            floor = calibrate_floor(best, params.min_similarity, PROBES_VERSION)
+            table: dict[str, Any] = {"floor": floor.threshold}
+            for mode in ("vector", "hybrid"):
+                ranks: list[int | None] = []
+                for qi, (_, item, found) in enumerate(items):
+                    view = _ScoredSnapshot(snap, scores[qi], floor)
+                    got = search(view, item.question, questions[qi], None, top10, mode)  # type: ignore[arg-type]
+                    ranks.append(
+                        next((k for k, o in enumerate(got.ordinals, 1) if o in found), None)
+                    )
+                table[mode] = _study_rates(items, ranks)
+            out["rules"][rule] = table
+            print(json.dumps({"scoring": rule, **table}), flush=True)
+            if rule == "max_or_block" or (rule == SCORINGS[-1] and not out["evidence"]):
+                for qi, (set_name, item, found) in enumerate(items):
+                    if found:
+                        row = scores[qi]
+                        top = max(found, key=lambda o: row[o])
+                        out["evidence"].append({"set": set_name, "id": item.id, "kind": item.kind,
+                            "question_lang": item.lang, "document_lang": doc_lang[top],
+                            "evidence_similarity": round(float(row[top]), 3),
+                            "best_similarity": round(float(row.max()), 3), "floor": floor.threshold,
+                            "rank_without_floor": int((row > row[top]).sum()) + 1})  # fmt: skip
+    return out
+
+
+def _study_rates(items: Sequence[tuple[str, Any, set[int]]], ranks: Sequence[int | None]) -> Any:
+    """recall@5, recall@10 and MRR (within the top 10) per set, set half and kind."""
+    groups: dict[str, list[int | None]] = {}
+    for (set_name, item, _), rank in zip(items, ranks, strict=True):
+        language = "cross_language" if item.kind == "cross_lingual" else "same_language"
+        for key in (set_name, f"{set_name}.{_parity(item.id)}", item.kind, language):
+            groups.setdefault(key, []).append(rank)
+    return {
+        key: {
+            "recall@5": round(sum(r is not None and r <= 5 for r in rs) / len(rs), 3),
+            "recall@10": round(sum(r is not None for r in rs) / len(rs), 3),
+            "mrr@10": round(sum(1.0 / r for r in rs if r is not None) / len(rs), 3),
+            "n": len(rs),
+        }
+        for key, rs in groups.items()
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.bench_vectors")
     parser.add_argument("homes", nargs="*", type=Path)
@@ -252,7 +414,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--import", dest="do_import", action="store_true")
     parser.add_argument("--embed-rate", type=int, default=0)
     parser.add_argument("--gold", type=Path, default=CORPUS / "gold.jsonl")
+    parser.add_argument("--second", type=Path, default=SECOND)
+    parser.add_argument("--scoring", action="store_true")
     args = parser.parse_args(argv)
+    if args.scoring:
+        for home in args.homes:
+            found = scoring_study(home, {"shared": args.gold, "second": args.second})
+            print(json.dumps({"home": str(home), "evidence": found["evidence"]}), flush=True)
+        return
     if args.latency:
         latency(args.latency, args.parts, args.threshold)
     for home in args.homes:
