@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bench.runner import CORPUS, Report
-from bench.synthetic import build_synthetic, corpus_paragraphs
+from bench.synthetic import build_synthetic, corpus_paragraphs, kept_synthetic
 from engine.embedding import EmbeddingResult
 from engine.tokens import TokenCounter
 from engine.tools import ToolContext, run_tool
@@ -142,18 +142,20 @@ def search_latency(report: Report, quick: bool) -> None:
         cases = [(int(a), int(b)) for a, b in (c.split("x") for c in wanted.split(","))]
     queries = _queries()
     rows: list[list[Any]] = []
+    origins: set[str] = set()
     with tempfile.TemporaryDirectory(prefix="citewise-bench-") as tmp:
         for n, parts in cases:
-            directory = Path(tmp) / f"s{n}x{parts}"
-            t0 = time.perf_counter()
-            manifest = build_synthetic(directory, n, exact_search_max_blocks=threshold,
-                                       parts_per_block=parts if parts > 1 else 0)  # fmt: skip
-            build_s = time.perf_counter() - t0
+            layout = {"parts_per_block": parts} if parts > 1 else {}
+            directory, manifest, build_s, origin = kept_synthetic(
+                Path(tmp), n, exact_search_max_blocks=threshold, **layout
+            )
+            origins.add(origin)
             report.figure(f"build_s_{n}x{parts}", round(build_s, 1))
             with Snapshot.open(directory) as snap:
                 row = _measure_search(report, snap, n, queries, manifest.vector_index, parts)
             rows.append([*row[:2], parts, n * parts, round(build_s, 1), *row[2:]])
-            shutil.rmtree(directory, ignore_errors=True)
+            if directory.is_relative_to(tmp):
+                shutil.rmtree(directory, ignore_errors=True)
     report.table(
         f"Latency by collection size (ms; exact search up to {threshold} vectors, HNSW above)",
         [
@@ -189,6 +191,8 @@ def search_latency(report: Report, quick: bool) -> None:
         "corpus imported with the shipped sentence layout; the threshold counts vectors, so "
         f"they use HNSW above {threshold // SENTENCE_PARTS} blocks. numpy brute force = "
         "float32 matrix product and argpartition over every vector (no block grouping)."
+        f" Snapshots: {'; '.join(sorted(origins))} (CITEWISE_BENCH_SNAPSHOTS keeps them; build "
+        "s is the building run's)."
     )
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.runner import Report
-from bench.synthetic import build_synthetic, corpus_paragraphs
+from bench.synthetic import corpus_paragraphs, kept_synthetic
 from index.snapshot import Snapshot
 from index.vectors import build_threads, load_usearch
 
@@ -45,12 +45,13 @@ def snapshot_open(report: Report, quick: bool) -> None:
     rng = np.random.default_rng(5)
     query = rng.standard_normal(512).astype(np.float32)
     query /= np.linalg.norm(query)
+    origins: set[str] = set()
     with tempfile.TemporaryDirectory(prefix="citewise-bench-") as tmp:
         for n in sizes:
-            directory = Path(tmp) / f"s{n}"
-            t0 = time.perf_counter()
-            manifest = build_synthetic(directory, n, exact_search_max_blocks=SHIPPED_THRESHOLD)
-            build_s = time.perf_counter() - t0
+            directory, manifest, build_s, origin = kept_synthetic(
+                Path(tmp), n, exact_search_max_blocks=SHIPPED_THRESHOLD
+            )
+            origins.add(origin)
             size_mb = sum(manifest.files.values()) / 1e6
             opens, firsts, seconds, derived = [], [], [], []
             for k in range(40):
@@ -131,7 +132,9 @@ def snapshot_open(report: Report, quick: bool) -> None:
         "open snapshot. 40 fresh opens per size; the first of them is left out of the search "
         "medians (it loads usearch). Every fourth open drops the precomputed BM25 term keys "
         "(bm25.keys) before its first search, as a snapshot written before them has none: "
-        "'keys derived' is that first search, measured in the same run."
+        "'keys derived' is that first search, measured in the same run. Snapshots: "
+        f"{'; '.join(sorted(origins))} (CITEWISE_BENCH_SNAPSHOTS keeps them; build s is the "
+        "building run's)."
     )
 
 

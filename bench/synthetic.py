@@ -8,7 +8,12 @@ vectors (seeded) unless real ones are passed — the index work does not depend 
 from __future__ import annotations
 
 import hashlib
+import json
+import os
+import shutil
+import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +28,7 @@ from index.records import (
     SnapshotManifest,
     VectorLayout,
 )
-from index.snapshot import build_snapshot
+from index.snapshot import Snapshot, build_snapshot
 
 BLOCKS_PER_DOC = 500
 SECTION_BLOCKS = 8
@@ -154,3 +159,34 @@ def build_synthetic(
         exact_search_max_blocks=exact_search_max_blocks,
         part_counts=counts,
     )
+
+
+def kept_synthetic(
+    scratch: Path, n_blocks: int, **options: int
+) -> tuple[Path, SnapshotManifest, float, str]:
+    """`build_synthetic(directory, n_blocks, **options)` in `scratch`, or, when the
+    CITEWISE_BENCH_SNAPSHOTS folder is set, kept there and reused by later runs: a 600k-vector
+    HNSW graph takes most of an hour on a loaded 2-core machine, and a benchmark rerun after
+    a change to search alone should not pay it again. Returns (directory, manifest, build
+    seconds of the run that built it, where it came from). The folder is keyed by the
+    arguments only: empty it after changing how snapshots are written."""
+    keep = os.environ.get("CITEWISE_BENCH_SNAPSHOTS")
+    name = f"s{n_blocks}" + "".join(f"_{k}{v}" for k, v in sorted(options.items()))
+    if not keep:
+        directory = scratch / name
+        t0 = time.perf_counter()
+        manifest = build_synthetic(directory, n_blocks, **options)
+        return directory, manifest, time.perf_counter() - t0, "built in this run"
+    directory, record = Path(keep) / name, Path(keep) / f"{name}.build.json"
+    if record.is_file() and directory.is_dir():
+        built = json.loads(record.read_text(encoding="utf-8"))
+        with Snapshot.open(directory) as snap:
+            manifest = snap.manifest
+        return directory, manifest, float(built["seconds"]), f"kept from {built['at']}"
+    shutil.rmtree(directory, ignore_errors=True)  # a build that never finished
+    t0 = time.perf_counter()
+    manifest = build_synthetic(directory, n_blocks, **options)
+    seconds = time.perf_counter() - t0
+    at = datetime.now(UTC).isoformat(timespec="seconds")
+    record.write_text(json.dumps({"seconds": seconds, "at": at}), encoding="utf-8")
+    return directory, manifest, seconds, "built in this run (kept)"
