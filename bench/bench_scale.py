@@ -54,10 +54,17 @@ def _rss_mb() -> float:
     return int(fields[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+def _cpu_s() -> float:
+    """CPU seconds this process has used, every thread's, user and system."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _build(directory: str, n: int, parent: str | None, extra: int) -> dict[str, Any]:
     from bench.synthetic import build_synthetic
 
     base = _peak_rss_mb()
+    cpu = _cpu_s()
     t0 = time.perf_counter()
     manifest = build_synthetic(
         Path(directory),
@@ -68,9 +75,11 @@ def _build(directory: str, n: int, parent: str | None, extra: int) -> dict[str, 
         extra_blocks=extra,
     )
     seconds = time.perf_counter() - t0
+    cpu = _cpu_s() - cpu
     graph = manifest.vector_graph
     return {
         "seconds": seconds,
+        "cpu_s": cpu,
         "peak_mb": _peak_rss_mb(),
         "start_mb": base,
         "files_mb": sum(manifest.files.values()) / 1e6,
@@ -151,6 +160,25 @@ def _serve(directory: str, rounds: int) -> dict[str, Any]:
     }
 
 
+def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run of median wall time, with every run's wall times (spread) and the median CPU
+    seconds and peak memory of all of them."""
+    ordered = sorted(runs, key=lambda r: r["seconds"])
+    middle = dict(ordered[(len(ordered) - 1) // 2])
+    middle["runs"] = [r["seconds"] for r in runs]
+    middle["cpu_s"] = statistics.median(r["cpu_s"] for r in runs)
+    middle["peak_mb"] = statistics.median(r["peak_mb"] for r in runs)
+    return middle
+
+
+def _spread(run: dict[str, Any]) -> str:
+    """A median wall time and, over several runs, their range."""
+    times = run["runs"]
+    if len(times) == 1:
+        return f"{run['seconds']:.2f}"
+    return f"{run['seconds']:.2f} ({min(times):.2f}–{max(times):.2f})"
+
+
 def _in_child(func: Any, *args: Any) -> dict[str, Any]:
     context = multiprocessing.get_context("spawn")
     with context.Pool(1) as pool:
@@ -168,6 +196,10 @@ def _sizes(quick: bool) -> list[int]:
 def scale(report: Report, quick: bool) -> None:
     report.title = "Cost against library size"
     budget_s = float(os.environ.get("CITEWISE_SCALE_BUDGET_S", "900"))
+    # Full build and one-document add alternate this many times per size: on a shared machine
+    # the load changes between two runs minutes apart, and alternating pairs with medians
+    # keeps the add/full ratio from reading one quiet and one busy minute.
+    repeats = int(os.environ.get("CITEWISE_SCALE_REPEATS", "1"))
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()
     skipped: list[int] = []
@@ -181,8 +213,13 @@ def scale(report: Report, quick: bool) -> None:
                 continue
             size_started = time.perf_counter()
             base, added = Path(tmp) / f"b{n}", Path(tmp) / f"a{n}"
-            full = _in_child(_build, str(base), n, None, 0)
-            add = _in_child(_build, str(added), n, str(base), ADD_BLOCKS)
+            fulls, adds = [], []
+            for _ in range(repeats):
+                shutil.rmtree(base, ignore_errors=True)
+                shutil.rmtree(added, ignore_errors=True)
+                fulls.append(_in_child(_build, str(base), n, None, 0))
+                adds.append(_in_child(_build, str(added), n, str(base), ADD_BLOCKS))
+            full, add = _median_run(fulls), _median_run(adds)
             served = _in_child(_serve, str(added), 4 if quick else 12)
             rows.append({"blocks": n, "full": full, "add": add, "serve": served})
             last_s = time.perf_counter() - size_started
@@ -212,7 +249,11 @@ def scale(report: Report, quick: bool) -> None:
         "process's peak RSS "
         "(ru_maxrss), interpreter and libraries included; for builds it also holds the "
         "benchmark's own synthetic records and float32 vectors of every block. Exact "
-        f"search up to {SHIPPED_THRESHOLD} blocks (the shipped threshold), HNSW above."
+        f"search up to {SHIPPED_THRESHOLD} blocks (the shipped threshold), HNSW above. "
+        f"Builds: full build and add alternated {repeats} time(s) per size, wall seconds "
+        "median (min–max); CPU s = the build process's user+system seconds over all its "
+        "threads (median), which other processes on the machine inflate far less than wall "
+        "time."
     )
     if skipped:
         report.notes.append(
@@ -227,6 +268,8 @@ def _figures(report: Report, row: dict[str, Any]) -> None:
     report.figure(f"full_build_s_{n}", round(full["seconds"], 2))
     report.figure(f"add_one_s_{n}", round(add["seconds"], 2))
     report.figure(f"add_one_over_full_{n}", round(add["seconds"] / full["seconds"], 4))
+    report.figure(f"add_one_over_full_cpu_{n}", round(add["cpu_s"] / full["cpu_s"], 4))
+    report.figure(f"add_one_peak_mb_{n}", round(add["peak_mb"]))
     report.figure(f"search_p50_ms_{n}", round(serve["search_p50_ms"], 2))
     report.figure(f"open_ms_{n}", round(serve["open_ms"], 2))
     report.figure(f"first_search_ms_{n}", round(serve["first_search_ms"], 2))
@@ -253,6 +296,9 @@ def _tables(report: Report, rows: list[dict[str, Any]]) -> None:
             "add one s",
             "add peak MB",
             "add / full",
+            "full build CPU s",
+            "add one CPU s",
+            "add / full CPU",
             "graph extended",
             "files MB",
             "graph MB",
@@ -262,11 +308,14 @@ def _tables(report: Report, rows: list[dict[str, Any]]) -> None:
                 r["blocks"],
                 r["full"]["kind"],
                 r["full"]["graph_threads"] or "-",
-                round(r["full"]["seconds"], 2),
+                _spread(r["full"]),
                 round(r["full"]["peak_mb"]),
-                round(r["add"]["seconds"], 2),
+                _spread(r["add"]),
                 round(r["add"]["peak_mb"]),
                 round(r["add"]["seconds"] / r["full"]["seconds"], 4),
+                round(r["full"]["cpu_s"], 1),
+                round(r["add"]["cpu_s"], 1),
+                round(r["add"]["cpu_s"] / r["full"]["cpu_s"], 4),
                 "yes" if r["add"]["from_parent"] else "-",
                 round(r["add"]["files_mb"], 1),
                 round(r["add"]["graph_mb"], 1),
@@ -377,8 +426,14 @@ def merge(paths: list[Path]) -> Path:
         report.targets += part["targets"]
     report.targets.sort(key=lambda t: int(t["target"].split(" at ")[1].split()[0]))
     for i, first in enumerate(parts[0]["tables"]):
-        rows = [row for part in parts for row in part["tables"][i]["rows"]]
-        report.table(first["title"], first["header"], sorted(rows, key=lambda r: int(r[0])))
+        # A run made before a column was added shows "-" in it.
+        header = max((part["tables"][i]["header"] for part in parts), key=len)
+        rows = [
+            [dict(zip(part["tables"][i]["header"], row, strict=True)).get(h, "-") for h in header]
+            for part in parts
+            for row in part["tables"][i]["rows"]
+        ]
+        report.table(first["title"], header, sorted(rows, key=lambda r: int(r[0])))
     build, serve = report.tables[0], report.tables[1]
 
     def column(table: dict[str, Any], name: str) -> list[float]:
