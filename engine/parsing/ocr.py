@@ -10,6 +10,7 @@ loaded once per process, on the first page that needs it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.metadata
 import importlib.util
 import sqlite3
@@ -33,8 +34,10 @@ from engine.parsing.ocr_cache import (
     CachedPage,
     CachedParagraph,
     OcrCache,
+    SourceMemo,
     open_cache,
     page_key,
+    page_source_key,
 )
 from engine.parsing.ocr_signals import PageSignals
 from engine.parsing.quality import page_quality
@@ -75,9 +78,11 @@ class OcrPage(msgspec.Struct, frozen=True):
     seconds: float = 0.0  # time to render and recognise
 
 
+@functools.cache
 def engine_version() -> str:
     """The OCR engine and its models, for manifests ("rapidocr-onnxruntime 1.4.4 (...)"), read
-    from the installed package without loading it; "" when it is not installed."""
+    from the installed package without loading it (once per process: reading the package's
+    metadata costs milliseconds); "" when it is not installed."""
     try:
         version = importlib.metadata.version(ENGINE_PACKAGE)
         spec = importlib.util.find_spec("rapidocr_onnxruntime")
@@ -556,39 +561,62 @@ def recognise_unreadable(
     found: dict[int, OcrPage] = {}
     failed: list[int] = []
     todo = wanted[: limits.ocr_max_pages]
+    if not todo:
+        return OcrOutcome(skipped=tuple(wanted[limits.ocr_max_pages :]))
     signals = PageSignals(limits.ocr_progress)
     signals.wanted(len(todo))
-    cache = open_cache(limits.ocr_cache)
+    cache = open_cache(limits.ocr_cache)  # for these pages only: closed when they are done
     settings = _cache_settings() if cache is not None else ""
-    for p in todo:
-        signals.hold()  # while the import is paused
-        cached = False
-        try:
-            found[p], cached = _recognise_cached(doc[p], cache, settings)
-        except MemoryError:
-            raise
-        except Exception:  # the engine failing on one page must not lose the document
-            failed.append(p)
-        signals.page_done(p, cached)
+    memo: SourceMemo = {}  # fonts and images these pages share are digested once
+    try:
+        for p in todo:
+            signals.hold()  # while the import is paused
+            cached = False
+            try:
+                found[p], cached = _recognise_cached(doc, doc[p], cache, settings, memo)
+            except MemoryError:
+                raise
+            except Exception:  # the engine failing on one page must not lose the document
+                failed.append(p)
+            signals.page_done(p, cached)
+    finally:
+        if cache is not None:
+            cache.close()
     return OcrOutcome(found, tuple(wanted[limits.ocr_max_pages :]), tuple(failed))
 
 
 def _cache_settings() -> str:
-    """What else a cached page was recognised under: resolutions, engine and models, and the
-    PDF parser's version (bumped when the layout of recognised lines changes)."""
+    """What else a cached page was recognised under: resolutions, engine and models, the
+    renderer (MuPDF draws fonts a PDF does not embed from its own) and the PDF parser's
+    version (bumped when the layout of recognised lines changes)."""
     from engine.parsing import PARSER_VERSIONS  # the package imports this module
 
-    return f"{OCR_DPI}/{READ_DPI}\x1f{engine_version()}\x1f{PARSER_VERSIONS.get('pdf', '')}"
+    renderer = f"pymupdf {_mupdf.VersionBind} mupdf {_mupdf.VersionFitz}"
+    pdf = PARSER_VERSIONS.get("pdf", "")
+    return f"{OCR_DPI}/{READ_DPI}\x1f{engine_version()}\x1f{renderer}\x1f{pdf}"
 
 
-def _recognise_cached(page: Any, cache: OcrCache | None, settings: str) -> tuple[OcrPage, bool]:
-    """The page recognised, or as recognised before from the same rendered image; and
-    whether it came from the cache."""
+def _source_key(doc: Any, page: Any, settings: str, memo: SourceMemo) -> str | None:
+    try:
+        return page_source_key(doc, page, settings, memo)
+    except Exception:  # pymupdf cannot read one of its objects: the image is keyed instead
+        return None
+
+
+def _recognise_cached(
+    doc: Any, page: Any, cache: OcrCache | None, settings: str, memo: SourceMemo
+) -> tuple[OcrPage, bool]:
+    """The page recognised, or as recognised before from the same objects (or, for a page
+    that cannot be keyed so, the same rendered image); and whether it came from the cache.
+    A page found in the cache is not rendered, and the engine is not loaded for it."""
     if cache is None:
         return recognise_page(page), False
     started = time.perf_counter()
-    gray = render_gray(page, OCR_DPI)
-    key = page_key(gray, (float(page.rect.width), float(page.rect.height)), settings)
+    gray: np.ndarray | None = None
+    key = _source_key(doc, page, settings, memo)
+    if key is None:
+        gray = render_gray(page, OCR_DPI)
+        key = page_key(gray, (float(page.rect.width), float(page.rect.height)), settings)
     try:
         hit = cache.get(key)
     except sqlite3.Error:

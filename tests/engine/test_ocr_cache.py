@@ -80,3 +80,26 @@ def test_a_worker_holds_between_pages_while_the_pause_file_exists(tmp_path: Path
     counts = PageCounts(Path(name))
     assert counts.read() and (counts.wanted, counts.done, counts.cached) == (2, 1, 1)
     assert not counts.read()  # nothing new since
+
+
+def test_the_page_key_changes_with_what_the_page_draws_and_not_otherwise(tmp_path: Path) -> None:
+    from engine.parsing.ocr_cache import page_source_key
+
+    out = _mupdf.open()
+    add_scan(out, EN_PDF, (30, 150, 60, 36), dpi=100)
+    path = save(out, tmp_path / "one.pdf")
+    doc = _mupdf.open(str(path))
+    key = page_source_key(doc, doc[0], "s")
+    assert key is not None and page_source_key(doc, doc[0], "s") == key
+    assert page_source_key(doc, doc[0], "other settings") != key
+    same = _mupdf.open(str(path))
+    assert page_source_key(same, same[0], "s") == key  # the same file opened again
+    (image,) = doc[0].get_images(full=True)
+    doc.update_stream(image[0], b"\x00" * 64)  # the image changed, the page object not
+    assert page_source_key(doc, doc[0], "s") != key
+    rotated = _mupdf.open(str(path))
+    rotated[0].set_rotation(90)
+    assert page_source_key(rotated, rotated[0], "s") != key
+    marked = _mupdf.open(str(path))
+    marked[0].add_text_annot((10, 10), "a note")
+    assert page_source_key(marked, marked[0], "s") != key
