@@ -624,7 +624,10 @@ def _assemble(
     ocr = (ocr or OcrOutcome()).beside_text(any(raw_pages))
     scanned = ocr.text_pages  # 0-based pages whose text comes from OCR
     recognised = {p + 1 for p in scanned}
-    rejected = [p for p in rejected if p not in recognised]  # OCR read those
+    # OCR read those; those past the OCR page limit are told once, by its warning (which
+    # offers to recognise them), not also as unreadable.
+    beyond_limit = {p + 1 for p in ocr.skipped}
+    rejected = [p for p in rejected if p not in recognised and p not in beyond_limit]
     if rejected:
         warnings.append(
             ParseWarning(

@@ -14,6 +14,8 @@ from engine.parsing import ParseLimits, parse_file
 from engine.parsing.pdf import assemble_pdf, parse_pdf_pages, plan_pdf
 from tests.scans import EN_PDF, ZH_CLIP, ZH_PDF, add_blank, add_scan, save
 
+REALWORLD_PDF = Path(__file__).resolve().parents[1] / "realworld" / "pdf"
+
 _mupdf: Any = pymupdf
 SHORT_EN = (30, 0, 60, 68)  # a heading and one paragraph
 
@@ -93,3 +95,13 @@ def test_pages_past_the_limit_are_left_out_and_said(tmp_path: Path) -> None:
     assert [p for p, _ in doc.ocr_pages] == [1]
     (warning,) = [w for w in doc.warnings if w.code == "ocr_page_limit"]
     assert warning.pages == (2,) and "Settings" in warning.message
+
+
+def test_a_garbled_page_past_the_limit_is_told_once_by_the_limits_warning() -> None:
+    # pages 13 and 14 draw symbol fonts that map to no letters: OCR reads both when it may
+    path = REALWORLD_PDF / "pdfjs-standard_fonts.pdf"
+    assert [p for p, _ in parse_file(path, ParseLimits()).ocr_pages] == [13, 14]
+    doc = parse_file(path, ParseLimits(ocr_max_pages=1))
+    # page 14 is left for the limit's warning (which offers to recognise it), not also
+    # reported as unreadable
+    assert [(w.code, w.pages) for w in doc.warnings] == [("ocr_page_limit", (14,))]
