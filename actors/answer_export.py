@@ -70,11 +70,13 @@ def citation_label(c: Citation, labels: ExportLabels) -> str:
         section = section[len(c.title + PATH_SEPARATOR) :]
     if section and section != c.title:
         parts.append(section)
-    if c.page_start is not None:
-        if c.page_end is None or c.page_end == c.page_start:
-            parts.append(labels.page.format(page=c.page_start))
+    shown = c.pages_shown()  # as printed in the book
+    if shown is not None:
+        first, last = shown
+        if first == last:
+            parts.append(labels.page.format(page=first))
         else:
-            parts.append(labels.pages.format(start=c.page_start, end=c.page_end))
+            parts.append(labels.pages.format(start=first, end=last))
     return " · ".join(p for p in parts if p)
 
 

@@ -25,7 +25,6 @@ from web.error_view import (
 from web.i18n import Texts, when
 from web.live_answer import Gauge, LiveAnswer
 from web.safe_markdown import sanitize_html, to_html
-from web.source_viewer import pages_text
 
 PATH_SEPARATOR = " / "
 RENDER_INTERVAL_S = 0.08
@@ -76,9 +75,12 @@ def _place(t: Texts, c: Citation) -> str:
         section = section[len(c.title + PATH_SEPARATOR) :]
     if section and section != c.title:
         parts.append(section)
-    pages = pages_text(t, c.page_start, c.page_end)
-    if pages:
-        parts.append(pages)
+    shown = c.pages_shown()
+    if shown is not None:  # as printed in the book, which the source viewer also gives
+        first, last = shown
+        parts.append(
+            t("ask.page", page=first) if first == last else t("ask.pages", start=first, end=last)
+        )
     return " · ".join(p for p in parts if p)
 
 

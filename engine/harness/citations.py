@@ -42,9 +42,23 @@ class Citation(msgspec.Struct, frozen=True, kw_only=True):
     source_label: str = ""
     section_path: str = ""
     section_title: str = ""
-    page_start: int | None = None
+    page_start: int | None = None  # 1-based PDF page indexes
     page_end: int | None = None
+    # The labels the PDF prints on those pages ("iv", "40"); "" when it prints none.
+    page_label_start: str = ""
+    page_label_end: str = ""
     preview: str = ""
+
+    def pages_shown(self) -> tuple[str, str] | None:
+        """The block's first and last page as a person finds them in the book: the printed
+        labels when the PDF has them, else the page numbers; None when it has no pages."""
+        if self.page_start is None:
+            return None
+        end = self.page_end if self.page_end is not None else self.page_start
+        return (
+            self.page_label_start or str(self.page_start),
+            self.page_label_end or str(end),
+        )
 
     @property
     def located_not_read(self) -> bool:
@@ -66,13 +80,10 @@ class Citation(msgspec.Struct, frozen=True, kw_only=True):
             section = section[len(self.title + PATH_SEPARATOR) :]
         if section and section != self.title:
             parts.append(section)
-        if self.page_start is not None:
-            end = self.page_end if self.page_end is not None else self.page_start
-            parts.append(
-                f"p. {self.page_start}"
-                if end == self.page_start
-                else f"pp. {self.page_start}–{end}"
-            )
+        shown = self.pages_shown()
+        if shown is not None:
+            first, last = shown
+            parts.append(f"p. {first}" if first == last else f"pp. {first}–{last}")
         return " · ".join(p for p in parts if p)
 
 
@@ -204,6 +215,7 @@ def _resolved(
     block = snapshot.block(ordinal)
     doc = snapshot.documents[block.doc]
     section = doc.sections[block.section] if 0 <= block.section < len(doc.sections) else None
+    labels = snapshot.page_labels(block.doc) if block.page_start is not None else ()
     return Citation(
         index=index,
         citation=item,
@@ -219,8 +231,15 @@ def _resolved(
         section_title=section.title if section else "",
         page_start=block.page_start,
         page_end=block.page_end,
+        page_label_start=_printed(labels, block.page_start),
+        page_label_end=_printed(labels, block.page_end),
         preview=preview(block.text),
     )
+
+
+def _printed(labels: tuple[str, ...], page: int | None) -> str:
+    """The label printed on 1-based `page`, "" when the PDF prints none there."""
+    return labels[page - 1] if page is not None and 1 <= page <= len(labels) else ""
 
 
 def preview(text: str, limit: int = PREVIEW_CHARS) -> str:

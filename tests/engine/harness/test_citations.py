@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -210,3 +211,39 @@ def test_unclosed_bracket_is_passed_through_when_the_stream_ends(tmp_path: Path)
     numbers = MarkerNumbers(Evidence())
     assert numbers.feed("see 【来源:abc") == "see "
     assert numbers.flush() == "【来源:abc"
+
+
+def test_a_pdf_block_is_placed_by_the_page_labels_the_book_prints(tmp_path: Path) -> None:
+    import pymupdf
+
+    from web.answer_view import chip_label
+    from web.i18n import Texts
+
+    pdf: Any = pymupdf.open()
+    for topic in ("preface", "streams"):  # a page of sentences each: a few blocks per page
+        page = pdf.new_page()
+        for k in range(40):
+            page.insert_text((72, 60 + 18 * k), f"Line {k} of the {topic} says {k * 7} things.")
+    # the preface is printed as page "xii", the first chapter starts at page 1
+    pdf.set_page_labels(
+        [
+            {"startpage": 0, "prefix": "", "style": "r", "firstpagenum": 12},
+            {"startpage": 1, "prefix": "", "style": "D", "firstpagenum": 1},
+        ]
+    )
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    pdf.save(docs / "book.pdf")
+    assert run_import(make_app(tmp_path / "home"), [docs]).status == "ready"
+    with Catalog(DataDir(tmp_path / "home"), "default").pin_active() as snap:
+        assert snap is not None
+        blocks = _blocks(snap)
+        evidence = Evidence()
+        evidence.add_result("search_blocks", _payload(*blocks))
+        found = resolve("".join(f"x【来源:{b.citation}】" for b in blocks), evidence, snap)
+    by_page = {(c.page_start, c.page_end): c for c in found}
+    preface, chapter = by_page[1, 1], by_page[2, 2]
+    assert (preface.page_label_start, chapter.page_label_start) == ("xii", "1")
+    assert preface.pages_shown() == ("xii", "xii") and preface.label().endswith("p. xii")
+    assert chip_label(Texts("en"), chapter).endswith("· p. 1")  # the printed page, not PDF page 2
+    assert chip_label(Texts("zh"), preface).endswith("第 xii 页")
