@@ -75,11 +75,16 @@ class SnapshotChanges(msgspec.Struct, frozen=True, kw_only=True):
     removed: tuple[str, ...] = ()
     edited: tuple[str, ...] = ()
     failed: tuple[str, ...] = ()
+    # The same bytes read again with another result (its blocks or its warnings differ): every
+    # scanned page recognised ("Recognise all pages"), or a newer parser.
+    read_again: tuple[str, ...] = ()
     known: bool = True
 
     @property
     def empty(self) -> bool:
-        return self.known and not (self.added or self.removed or self.edited or self.failed)
+        return self.known and not (
+            self.added or self.removed or self.edited or self.failed or self.read_again
+        )
 
 
 class SnapshotView(msgspec.Struct, frozen=True, kw_only=True):
@@ -196,7 +201,8 @@ def snapshot_views(active: str | None, manifests: Sequence[SnapshotManifest]) ->
 
 def snapshot_changes(old: SnapshotManifest | None, new: SnapshotManifest) -> SnapshotChanges:
     """What `new` changed compared with `old` (None: nothing before it, every document new)."""
-    before = {} if old is None else {d.source: d.content_hash for d in old.documents}
+    was = {} if old is None else {d.source: d for d in old.documents}
+    before = {s: d.content_hash for s, d in was.items()}
     after = {d.source: d.content_hash for d in new.documents}
     failed_before = set() if old is None else {f.source for f in old.failed_documents}
     return SnapshotChanges(
@@ -205,6 +211,15 @@ def snapshot_changes(old: SnapshotManifest | None, new: SnapshotManifest) -> Sna
         edited=tuple(sorted(s for s, h in after.items() if s in before and before[s] != h)),
         failed=tuple(
             sorted({f.source for f in new.failed_documents if f.source not in failed_before})
+        ),
+        read_again=tuple(
+            sorted(
+                d.source
+                for d in new.documents
+                if (prior := was.get(d.source)) is not None
+                and prior.content_hash == d.content_hash
+                and (prior.blocks, prior.warnings) != (d.blocks, d.warnings)
+            )
         ),
     )
 

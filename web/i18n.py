@@ -854,6 +854,7 @@ TEXTS: dict[str, tuple[str, str]] = {
     "lib.change.added": ("+{n} added", "新增 {n} 篇"),
     "lib.change.removed": ("−{n} removed", "移除 {n} 篇"),
     "lib.change.edited": ("{n} edited", "修改 {n} 篇"),
+    "lib.change.read_again": ("{n} read again", "重新读取 {n} 篇"),
     "lib.change.failed": ("{n} failed", "失败 {n} 篇"),
     "lib.change.none": (
         "No document added, removed or changed",

@@ -376,6 +376,7 @@ def changes_text(t: Texts, c: SnapshotChanges) -> str:
             ("added", c.added),
             ("removed", c.removed),
             ("edited", c.edited),
+            ("read_again", c.read_again),
             ("failed", c.failed),
         )
         if items
@@ -386,7 +387,13 @@ def changes_text(t: Texts, c: SnapshotChanges) -> str:
 def _changes_tooltip(c: SnapshotChanges) -> str:
     lines = [
         f"{sign} {', '.join(items)}"
-        for sign, items in (("+", c.added), ("−", c.removed), ("✎", c.edited), ("✗", c.failed))
+        for sign, items in (
+            ("+", c.added),
+            ("−", c.removed),
+            ("✎", c.edited),
+            ("↻", c.read_again),
+            ("✗", c.failed),
+        )
         if items
     ]
     return "\n".join(lines)

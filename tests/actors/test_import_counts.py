@@ -17,6 +17,7 @@ from tests.corpus import make_app
 from tests.scans import EN_PDF, add_scan, save
 from web.i18n import Texts
 from web.import_panel import closing_message
+from web.library_page import changes_text
 
 pytestmark = pytest.mark.anyio
 _mupdf: Any = pymupdf
@@ -99,3 +100,8 @@ async def test_recognise_all_pages_says_pages_were_read_again_and_how_many_block
     assert en.startswith("1 document in the library; pages recognised again in 1 document, ")
     assert "added" not in en
     assert "已重新识别 1 篇文档的页面" in closing_message(Texts("zh"), again)
+    # and History says what that snapshot changed, in both languages
+    latest = next(s for s in app.snapshots() if s.active)
+    assert latest.changes.read_again == ("scan.pdf",) and not latest.changes.edited
+    assert changes_text(Texts("en"), latest.changes) == "1 read again"
+    assert changes_text(Texts("zh"), latest.changes) == "重新读取 1 篇"
