@@ -88,3 +88,68 @@ def test_format_versions_the_start_gate_repeats_match_their_modules() -> None:
     versions = formats.current_versions()
     for name, (module, constant) in formats.MIRRORED.items():
         assert versions[name] == getattr(importlib.import_module(module), constant), name
+
+
+# Records OPENBLAS_NUM_THREADS as it is when numpy is first imported (OpenBLAS reads it then).
+BLAS_PROBE = """
+import importlib.abc, json, os, sys
+seen = []
+class Watch(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "numpy":
+            seen.append(os.environ.get("OPENBLAS_NUM_THREADS"))
+        return None
+sys.meta_path.insert(0, Watch())
+from cli import main
+main(sys.argv[1:])
+print("\\nSEEN " + json.dumps(seen), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize(("chosen", "expected"), [(None, "1"), ("3", "3")])
+def test_a_tool_call_runs_blas_on_one_thread_unless_the_user_chose(
+    tmp_path: Path, chosen: str | None, expected: str
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CITEWISE_", "OPENBLAS_"))}
+    env.update(CITEWISE_HOME=str(tmp_path), PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring")
+    if chosen is not None:
+        env["OPENBLAS_NUM_THREADS"] = chosen
+    done = subprocess.run(
+        [sys.executable, "-c", BLAS_PROBE, "tool", "list_documents", "{}"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert '"collection_unavailable"' in done.stdout, done.stderr  # nothing imported yet
+    assert json.loads(done.stderr.rsplit("SEEN ", 1)[-1]) == [expected]
+
+
+VECTORS = """
+import hashlib, sys
+from engine.embedding.local import shared_model
+texts = [line for line in open(sys.argv[1], encoding="utf-8").read().splitlines() if line][:300]
+model = shared_model()
+vectors = [model.encode([t]) for t in texts[:60]] + [model.encode(texts)]
+print(hashlib.sha256(b"".join(v.tobytes() for v in vectors)).hexdigest())
+"""
+
+
+def test_one_blas_thread_embeds_the_same_vectors_to_the_bit(tmp_path: Path) -> None:
+    source = REPO.parent / "shared" / "corpus" / "docs" / "nodejs-md" / "events.md"
+    digests = []
+    for threads in ("1", "2"):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CITEWISE_")}
+        env.update(CITEWISE_HOME=str(tmp_path), OPENBLAS_NUM_THREADS=threads)
+        done = subprocess.run(
+            [sys.executable, "-c", VECTORS, str(source)],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        digests.append(done.stdout.strip())
+    assert digests[0] == digests[1] and len(digests[0]) == 64
