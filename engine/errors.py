@@ -125,7 +125,9 @@ def provider_code_for_status(status: int) -> StatusCode:
     """What a non-200 HTTP status of a chat or embedding service means, as an error code.
 
     401/403 the key was refused; 402 the account has no balance; 429 the vendor limits the
-    rate (retryable); 5xx the vendor is down or overloaded (retryable); any other status is a
+    rate (retryable); 5xx the vendor is down or overloaded, and 408 it (or a proxy before it)
+    gave up waiting for the request (both retryable: nothing in the request was wrong); any
+    other status is a
     request the vendor refused, most often a wrong base URL (404) or model name. Each client
     words the message for its own settings and may refine a code from the vendor's body.
     """
@@ -135,7 +137,7 @@ def provider_code_for_status(status: int) -> StatusCode:
         return "no_balance"
     if status == 429:
         return "rate_limited"
-    if status >= 500:
+    if status >= 500 or status == 408:
         return "server_error"
     return "bad_request"
 

@@ -71,6 +71,7 @@ def test_exit_codes_are_the_ones_the_cli_gives_these_errors_today() -> None:
         (404, "bad_request"),
         (400, "bad_request"),
         (429, "rate_limited"),
+        (408, "server_error"),  # the vendor or a proxy gave up waiting: try again
         (500, "server_error"),
         (503, "server_error"),
     ],
