@@ -45,12 +45,21 @@ def highlight_fragments(text: str, limit: int = 6) -> list[str]:
     return out or ([flat[:_FRAGMENT_CHARS]] if flat else [])
 
 
-def pages_text(t: Texts, start: int | None, end: int | None) -> str:
+def pages_text(t: Texts, start: int | str | None, end: int | str | None) -> str:
     if start is None:
         return ""
     if end is None or end == start:
         return t("ask.page", page=start)
     return t("ask.pages", start=start, end=end)
+
+
+def printed_pages_text(t: Texts, view: SourceView, start: int | None, end: int | None) -> str:
+    """As pages_text, with the labels the PDF prints on those pages where it has them (the
+    citation chips name the same pages)."""
+    if start is None:
+        return ""
+    last = end if end is not None else start
+    return pages_text(t, view.page_label(start) or start, view.page_label(last) or last)
 
 
 def page_text(t: Texts, view: SourceView, page: int) -> str:
@@ -156,7 +165,7 @@ def _context(t: Texts, view: SourceView, height: str) -> int | None:
                 ui.label(section).classes("text-xs font-semibold opacity-60 mt-2").mark(
                     "context-section"
                 )
-            pages = pages_text(t, block.page_start, block.page_end)
+            pages = printed_pages_text(t, view, block.page_start, block.page_end)
             with ui.column().classes(
                 "w-full p-2 my-1 rounded gap-1 "
                 + ("bg-yellow-100 border-l-4 border-yellow-500" if block.cited else "opacity-70")

@@ -208,6 +208,7 @@ async def test_the_whole_page_shows_with_its_printed_label_and_turns_and_zooms(
     assert "* 1.0)" in img_style(ui_user)
 
     assert label == "page ii (PDF page 2)"
+    await ui_user.should_see("cited · p. ii")  # beside the text too: the printed page
     ui_user.find(marker="prev-page").click()
     await ui_user.should_see("page i (PDF page 1)", retries=100)
     await ui_user.should_see("The cited block is not on this page; it is on page ii", retries=50)
