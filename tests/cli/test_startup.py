@@ -43,17 +43,24 @@ print("\\nLOADED " + json.dumps({{"heavy": loaded, "app": app, "light": light}})
 """
 
 
-def _loaded(home: Path, *argv: str) -> dict[str, Any]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CITEWISE_")}
+def _python(code: str, *argv: str, home: Path, **extra: str) -> subprocess.CompletedProcess[str]:
+    """`python -c code argv…` in a fresh process on data directory `home`, as a user runs it
+    (no CITEWISE_ or OPENBLAS_ settings of this shell, `extra` added)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CITEWISE_", "OPENBLAS_"))}
     env.update(CITEWISE_HOME=str(home), PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring")
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE.format(heavy=HEAVY), *argv],
+    env.update(extra)
+    return subprocess.run(
+        [sys.executable, "-c", code, *argv],
         cwd=REPO,
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
     )
+
+
+def _loaded(home: Path, *argv: str) -> dict[str, Any]:
+    done = _python(PROBE.format(heavy=HEAVY), *argv, home=home)
     line = done.stderr.rsplit("LOADED ", 1)[-1]
     assert done.returncode == 0, done.stderr
     loaded: dict[str, Any] = json.loads(line)
@@ -110,18 +117,8 @@ print("\\nSEEN " + json.dumps(seen), file=sys.stderr)
 def test_a_tool_call_runs_blas_on_one_thread_unless_the_user_chose(
     tmp_path: Path, chosen: str | None, expected: str
 ) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CITEWISE_", "OPENBLAS_"))}
-    env.update(CITEWISE_HOME=str(tmp_path), PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring")
-    if chosen is not None:
-        env["OPENBLAS_NUM_THREADS"] = chosen
-    done = subprocess.run(
-        [sys.executable, "-c", BLAS_PROBE, "tool", "list_documents", "{}"],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    extra = {} if chosen is None else {"OPENBLAS_NUM_THREADS": chosen}
+    done = _python(BLAS_PROBE, "tool", "list_documents", "{}", home=tmp_path, **extra)
     assert '"collection_unavailable"' in done.stdout, done.stderr  # nothing imported yet
     assert json.loads(done.stderr.rsplit("SEEN ", 1)[-1]) == [expected]
 
@@ -140,16 +137,7 @@ def test_one_blas_thread_embeds_the_same_vectors_to_the_bit(tmp_path: Path) -> N
     source = REPO.parent / "shared" / "corpus" / "docs" / "nodejs-md" / "events.md"
     digests = []
     for threads in ("1", "2"):
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CITEWISE_")}
-        env.update(CITEWISE_HOME=str(tmp_path), OPENBLAS_NUM_THREADS=threads)
-        done = subprocess.run(
-            [sys.executable, "-c", VECTORS, str(source)],
-            cwd=REPO,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        done = _python(VECTORS, str(source), home=tmp_path, OPENBLAS_NUM_THREADS=threads)
         assert done.returncode == 0, done.stderr
         digests.append(done.stdout.strip())
     assert digests[0] == digests[1] and len(digests[0]) == 64
