@@ -149,8 +149,21 @@ def closing_line(result: ImportResult) -> str:
     """The whole library's count, then what this import added, kept, failed and skipped."""
     c = result.counts()
     parts = [_plural(c.library, "document", "documents") + " in the library"]
+    if c.read_again:  # what "recognise all pages" did to the documents it read again
+        parts.append(
+            "pages recognised again in "
+            + _plural(c.read_again, "document", "documents")
+            + ", "
+            + _plural(c.blocks_changed, "block", "blocks")
+            + " changed"
+        )
     if c.added:
         parts.append(f"{c.added:,} added")
+    if c.re_embedded:
+        parts.append(
+            _plural(c.re_embedded, "document", "documents")
+            + " embedded again for the new embedding model or vector layout"
+        )
     if c.unchanged:
         parts.append(f"{c.unchanged:,} unchanged")
     if c.failed:

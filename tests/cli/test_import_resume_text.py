@@ -52,3 +52,27 @@ def test_a_resumed_import_says_what_it_kept() -> None:
         "2 documents in the library; 2 added; 1 document finished before the interruption kept; "
         "23 blocks not embedded again."
     )
+
+
+def test_the_closing_line_counts_documents_read_again_or_embedded_again_not_as_added() -> None:
+    def result(**renewed: object) -> ImportResult:
+        return ImportResult(
+            collection="default",
+            snapshot_id="s2",
+            status="ready",
+            activated=True,
+            failed_documents=[],
+            skipped=[],
+            stats=BuildStats(documents_succeeded=2),
+            library_documents=3,
+            **renewed,  # type: ignore[arg-type]
+        )
+
+    assert closing_line(result(read_again=["scan.pdf"], blocks_changed=4)) == (
+        "3 documents in the library; pages recognised again in 1 document, 4 blocks changed; "
+        "1 added."
+    )
+    assert closing_line(result(re_embedded=["a.md", "b.md"])) == (
+        "3 documents in the library; 2 documents embedded again for the new embedding model "
+        "or vector layout."
+    )
