@@ -184,9 +184,9 @@ def _build_merging() -> _Merging | None:
     return merging if merging.pre_tokens is not None else None
 
 
-def _merges_cache(source: Path) -> Path | None:
-    """Where the data directory keeps the merges of this install's tokenizer.json (None
-    without a data directory: nothing is written then)."""
+def _merges_cache(source: Path) -> Path:
+    """Where the data directory keeps the merges of this install's tokenizer.json (written
+    only into a cache folder that exists)."""
     from engine.paths import DataDir, data_home
 
     folder = DataDir(data_home()).cache
@@ -201,12 +201,24 @@ def preload() -> None:
 
     Loading takes a few tenths of a second and releases the GIL, so the importer overlaps
     it with the parse workers' first document; the first count waits for it (on the lock).
+    The thread then keeps the merges in the data directory if it has none yet, so the first
+    one-off command after an import does not read the tokenizer.json for them.
     """
     global _preloading
     with _preload_lock:
         if _loaded is None and _preloading is None:
-            _preloading = threading.Thread(target=_load, name="tokenizer-preload", daemon=True)
+            _preloading = threading.Thread(
+                target=_load_and_keep_merges, name="tokenizer-preload", daemon=True
+            )
             _preloading.start()
+
+
+def _load_and_keep_merges() -> None:
+    _load()
+    source = tokenizer_file()
+    cache = _merges_cache(source)
+    if cache.parent.is_dir() and not cache.is_file():
+        load_ranks(source, cache)
 
 
 def _word_end(ch: str) -> bool:

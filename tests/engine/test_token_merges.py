@@ -197,6 +197,15 @@ def test_merges_that_name_missing_symbols_get_no_merges() -> None:
     assert MergeRanks.from_tokenizer_json(b"{not json") is None
 
 
+def _fresh(code: str, home: Path) -> subprocess.CompletedProcess[str]:
+    """`python -c code` in a fresh process on data directory `home`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CITEWISE_")}
+    env["CITEWISE_HOME"] = str(home)
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True
+    )
+
+
 FRESH_TEXTS = ["Hello world. This is a test.", "事件监听器，被调用。", '{"a": 1}']
 
 
@@ -210,16 +219,28 @@ def test_a_fresh_process_counts_a_result_without_building_the_vocabulary(tmp_pat
         "c = TokenCounter()\n"
         f"print(c.count_many({FRESH_TEXTS!r}))\n"
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CITEWISE_")}
-    env["CITEWISE_HOME"] = str(tmp_path)
     (tmp_path / "cache").mkdir()
     runs = [
-        subprocess.run(
-            [sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True
-        )
+        _fresh(code, tmp_path)
         for _ in range(2)  # the first writes the cache, the second reads it
     ]
     assert [r.returncode for r in runs] == [0, 0], runs[-1].stderr
     expected = msgspec.json.encode(TokenCounter().count_many(FRESH_TEXTS)).decode()
     assert [r.stdout.strip().replace(" ", "") for r in runs] == [expected, expected]
     assert len(list((tmp_path / "cache").glob("deepseek-merges-*.marshal"))) == 1
+
+
+def test_preloading_the_tokenizer_keeps_the_merges_for_the_next_one_off_command(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "cache").mkdir()
+    code = (
+        "import engine.tokens.counter as c\n"
+        "c.preload()\n"
+        "c._preloading.join()\n"
+        "assert c._loaded is not None\n"
+    )
+    done = _fresh(code, tmp_path)
+    assert done.returncode == 0, done.stderr
+    kept = list((tmp_path / "cache").glob("deepseek-merges-*.marshal"))
+    assert len(kept) == 1 and MergeRanks.from_bytes(kept[0].read_bytes()) is not None
