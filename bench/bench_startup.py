@@ -113,8 +113,12 @@ def cold_start(report: Report, quick: bool) -> None:
         f"Wall time of fresh processes ({sys.executable} -m cli …, the editable install), "
         "spawn to exit; the data directory is a temporary one with the library imported once "
         "before timing (local embedding model, no network).",
-        "search_blocks loads the tokenizer and the local embedding model and embeds the query; "
-        "scan_term opens the snapshot and scans. Both print the tool's exact result JSON.",
+        "search_blocks loads the local embedding model (its tokenizer restored from HOME/cache "
+        "on sorted prefixes, its embedding table mapped from the uncompressed weights copy) and "
+        "embeds the query on one BLAS thread; scan_term opens the snapshot and scans. Both "
+        "count their result's DeepSeek tokens with the merges kept in HOME/cache (the import "
+        "writes them) rather than loading the tokenizer, run on asyncio, and print the tool's "
+        "exact result JSON (the same bytes as the slow paths: tests/cli/test_tool_fast_start.py).",
         "serve is timed from spawn to the first HTTP 200 of the library page through the token "
         "URL (which sets the session cookie): the source checkout's app (`python -m cli serve "
         "--browser`), and the one-folder build of packaging/build.sh when one is present "
