@@ -105,9 +105,10 @@ def docs(tmp_path: Path) -> Path:
     return folder
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def imported_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A data directory whose default collection holds the two small Markdown documents."""
+    """A data directory whose default collection holds the two small Markdown documents,
+    imported once per session: tests change only their own `home_copy` of it."""
     root = tmp_path_factory.mktemp("ui-home")
     folder = root / "docs"
     folder.mkdir()
