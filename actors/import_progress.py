@@ -84,6 +84,9 @@ class ImportCounts(msgspec.Struct, frozen=True, kw_only=True):
     re_embedded: int = 0
     # The same bytes read again with every scanned page recognised ("Recognise all pages").
     read_again: int = 0
+    # The same bytes read again because this build reads their format with a newer parser
+    # (or cuts blocks to another size): neither new nor changed, so never counted as added.
+    re_read: int = 0
     blocks_changed: int = 0  # of the documents read again: blocks the new reading differs in
     failed: int  # this run's documents that could not be imported
     skipped: int  # files of a type Citewise does not read
@@ -109,19 +112,21 @@ class ImportResult(msgspec.Struct, kw_only=True):
     # those whose bytes the active snapshot already held: see `renewed`.
     re_embedded: list[str] = []
     read_again: list[str] = []
+    re_read: list[str] = []
     blocks_changed: int = 0
     # Of a removal's items, those an earlier snapshot held and the active one no longer does.
     already_removed: list[str] = []
 
     def counts(self) -> ImportCounts:
         s = self.stats
-        renewed = len(self.re_embedded) + len(self.read_again)
+        renewed = len(self.re_embedded) + len(self.read_again) + len(self.re_read)
         return ImportCounts(
             library=self.library_documents,
             added=s.documents_succeeded - s.documents_reused - renewed,
             unchanged=s.documents_reused,
             re_embedded=len(self.re_embedded),
             read_again=len(self.read_again),
+            re_read=len(self.re_read),
             blocks_changed=self.blocks_changed,
             failed=s.documents_failed,
             skipped=len(self.skipped),
@@ -136,6 +141,7 @@ class Renewed(msgspec.Struct, frozen=True, kw_only=True):
     re_embedded: list[str]  # embedded again: the parent's vectors are of another model/layout
     read_again: list[str]  # parsed again with the parent's vectors still usable (all pages)
     blocks_changed: int  # blocks of the read-again documents that differ from the parent's
+    re_read: list[str] = []  # parsed again by a newer parser or to another block size
 
 
 def renewed(
@@ -145,8 +151,9 @@ def renewed(
 ) -> Renewed:
     """Of `imported` (source -> (record, reused)), those not reused whose bytes the parent
     already held under the same source. With another embedding model or vector layout they
-    are re-embedded; otherwise they were read again (every scanned page recognised), and the
-    blocks whose text differs from the parent's (on either side) are counted."""
+    are re-embedded; otherwise they were read again: by a newer parser or to another block size
+    than the parent's reading (re_read), else with every scanned page recognised; the blocks
+    whose text differs from the parent's (on either side) are counted."""
     if parent is None or parent_docs is None:
         return Renewed(re_embedded=[], read_again=[], blocks_changed=0)
     same: list[tuple[str, DocumentRecord, int]] = []
@@ -157,11 +164,17 @@ def renewed(
     if not parent_docs.reusable:
         return Renewed(re_embedded=[s for s, _, _ in same], read_again=[], blocks_changed=0)
     changed = 0
-    for _, record, doc in same:
-        before = [b.text for b in parent.document_record(doc).blocks]
-        after = [b.text for b in record.blocks]
-        changed += _differing(before, after)
-    return Renewed(re_embedded=[], read_again=[s for s, _, _ in same], blocks_changed=changed)
+    read_again: list[str] = []
+    re_read: list[str] = []
+    for source, record, doc in same:
+        before = parent.document_record(doc)
+        changed += _differing([b.text for b in before.blocks], [b.text for b in record.blocks])
+        newer = (before.parser_version, before.chunker_version) != (
+            record.parser_version,
+            record.chunker_version,
+        )
+        (re_read if newer else read_again).append(source)
+    return Renewed(re_embedded=[], read_again=read_again, re_read=re_read, blocks_changed=changed)
 
 
 def _differing(before: Sequence[str], after: Sequence[str]) -> int:

@@ -281,6 +281,7 @@ class Ingest:
             imported = {s: (e.record, e.reused) for s, e in batch.ok.items()}
             again_done = await anyio.to_thread.run_sync(renewed, parent, parent_docs, imported)
             result.re_embedded, result.read_again = again_done.re_embedded, again_done.read_again
+            result.re_read = again_done.re_read
             result.blocks_changed = again_done.blocks_changed
         self.journal.finish()
         self.report.state("done")
@@ -388,18 +389,26 @@ class Ingest:
             return None
         limits = self._limits_for(target.source)
         every_page = limits is not self.limits  # a person asked for every scanned page
+        fmt = format_of(target.path)
+        parser_version = PARSER_VERSIONS.get(fmt, "")
+        chunker = chunker_version(self.config.ingest.block_target_tokens)
         if parent is not None and parent_docs is not None:
             doc = parent_docs.carried(target.source, content_hash)
-            if doc is not None and not (every_page and _pages_left(parent.documents[doc].report)):
+            # Carried over only as this build would read it: a newer parser for its format or
+            # another block size reads the same bytes again (the documents are keyed so).
+            if (
+                doc is not None
+                and (parent.documents[doc].parser_version, parent.documents[doc].chunker_version)
+                == (parser_version, chunker)
+                and not (every_page and _pages_left(parent.documents[doc].report))
+            ):
                 record = await anyio.to_thread.run_sync(record_from_snapshot, parent, doc)
                 self.report.parsed(target.source, record, reused=True)
                 return _Parsed(target, record, reused=True)
-        fmt = format_of(target.path)
-        parser_version = PARSER_VERSIONS.get(fmt, "")
         key = document_key(
             content_hash,
             parser_version,
-            chunker_version(self.config.ingest.block_target_tokens),
+            chunker,
             self.config.ingest.block_target_tokens,
             self.counter.version,
         )

@@ -157,6 +157,13 @@ def closing_line(result: ImportResult) -> str:
             + _plural(c.blocks_changed, "block", "blocks")
             + " changed"
         )
+    elif c.re_read:
+        parts.append(
+            _plural(c.re_read, "document", "documents")
+            + " read again as this version of Citewise reads them, "
+            + _plural(c.blocks_changed, "block", "blocks")
+            + " changed"
+        )
     if c.added:
         parts.append(f"{c.added:,} added")
     if c.re_embedded:

@@ -286,6 +286,11 @@ TEXTS: dict[str, tuple[str, str]] = {
         "{n} {n|document|documents} embedded again for the new embedding model or vector layout",
         "{n} 篇已按新的向量模型或向量布局重新向量化",
     ),
+    "lib.closing.re_read": (
+        "{n} {n|document|documents} read again as this version of Citewise reads "
+        "{n|it|them}, {blocks} {blocks|block|blocks} changed",
+        "已按当前版本的读取方式重新读取 {n} 篇文档，{blocks} 个块有变化",
+    ),
     "lib.closing.read_again": (
         "pages recognised again in {n} {n|document|documents}, {blocks} {blocks|block|blocks} "
         "changed",

@@ -65,6 +65,8 @@ def closing_message(t: Texts, result: ImportResult) -> str:
             parts.append(t(key, n=n))
     if c.read_again:  # after "added": what "Recognise all pages" did to the pages it read
         parts.insert(1, t("lib.closing.read_again", n=c.read_again, blocks=c.blocks_changed))
+    elif c.re_read:  # or what the newer reader made of documents the library held
+        parts.insert(1, t("lib.closing.re_read", n=c.re_read, blocks=c.blocks_changed))
     return t("lib.closing.separator").join(parts) + t("lib.closing.end")
 
 

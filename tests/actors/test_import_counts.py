@@ -12,7 +12,10 @@ import pymupdf
 import pytest
 
 from actors.app import App
+from actors.catalog import Catalog
 from actors.import_progress import ImportResult
+from engine.parsing import PARSER_VERSIONS
+from engine.paths import DataDir
 from tests.corpus import make_app
 from tests.scans import EN_PDF, add_scan, save
 from web.i18n import Texts
@@ -105,3 +108,50 @@ async def test_recognise_all_pages_says_pages_were_read_again_and_how_many_block
     assert latest.changes.read_again == ("scan.pdf",) and not latest.changes.edited
     assert changes_text(Texts("en"), latest.changes) == "1 read again"
     assert changes_text(Texts("zh"), latest.changes) == "重新读取 1 篇"
+
+
+LONG = "# Rivers\n\n" + "".join(
+    f"River {k} runs {k * 3} miles from the hills to the sea, past {k + 2} towns.\n\n"
+    for k in range(60)
+)
+
+
+async def test_a_file_imported_again_after_the_block_size_changed_is_read_again(
+    tmp_path: Path,
+) -> None:
+    folder = notes(tmp_path / "docs", **{"rivers.md": LONG, "short.md": "# S\n\nA line.\n"})
+    root = tmp_path / "home"
+    first = await imported(make_app(root, ingest={"block_target_tokens": 256}), folder)
+    unchanged = await imported(make_app(root, ingest={"block_target_tokens": 256}), folder)
+    assert unchanged.snapshot_id == first.snapshot_id  # read the same way: nothing to build
+    # smaller blocks (Settings): the same bytes are cut again, not carried over as they were
+    again = await imported(make_app(root, ingest={"block_target_tokens": 64}), folder)
+    assert again.activated and again.snapshot_id != first.snapshot_id, again
+    c = again.counts()
+    assert (c.added, c.re_read, c.read_again, c.re_embedded, c.unchanged) == (0, 2, 0, 0, 0)
+    assert again.re_read == ["rivers.md", "short.md"]
+    assert c.blocks_changed >= 2  # the long file is cut into more, smaller blocks
+    assert again.stats.blocks_chunked > first.stats.blocks_chunked  # cut into smaller blocks
+    en = closing_message(Texts("en"), again)
+    assert en.startswith(
+        "2 documents in the library; 2 documents read again as this version of Citewise reads "
+        "them, "
+    )
+    assert "added" not in en
+    assert "已按当前版本的读取方式重新读取 2 篇文档" in closing_message(Texts("zh"), again)
+
+
+async def test_a_newer_parser_reads_an_unchanged_file_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = notes(tmp_path / "docs", **{"a.md": "# A\n\nAbout otters.\n"})
+    root = tmp_path / "home"
+    await imported(make_app(root), folder)
+    # what an update of Citewise with a better Markdown reader looks like to the importer
+    monkeypatch.setitem(PARSER_VERSIONS, "markdown", PARSER_VERSIONS["markdown"] + "-next")
+    again = await imported(make_app(root), folder)
+    assert again.activated, again
+    assert (again.re_read, again.counts().added) == (["a.md"], 0)
+    with Catalog(DataDir(root), "default").pin_active() as snap:
+        assert snap is not None
+        assert [d.parser_version for d in snap.documents] == [PARSER_VERSIONS["markdown"]]

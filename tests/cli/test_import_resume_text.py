@@ -72,6 +72,10 @@ def test_the_closing_line_counts_documents_read_again_or_embedded_again_not_as_a
         "3 documents in the library; pages recognised again in 1 document, 4 blocks changed; "
         "1 added."
     )
+    assert closing_line(result(re_read=["a.md", "b.md"], blocks_changed=3)) == (
+        "3 documents in the library; 2 documents read again as this version of Citewise reads "
+        "them, 3 blocks changed."
+    )
     assert closing_line(result(re_embedded=["a.md", "b.md"])) == (
         "3 documents in the library; 2 documents embedded again for the new embedding model "
         "or vector layout."
