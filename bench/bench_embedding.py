@@ -126,7 +126,7 @@ def embedding_rate(report: Report, quick: bool) -> None:
             model_cpu.append(cpu1 - cpu0)
             pipe_cpu.append(cpu2 - cpu1)
         sample = texts[:256]
-        batches = {b: len(sample) / _model_alone([sample], b) for b in (16, 32, 64, 128)}
+        batches = {b: len(sample) / _model_alone([sample], b) for b in (16, 32, 64, 128, 256)}
     ratios = [m / p for m, p in zip(model_s, pipe_s, strict=True)]
     model_rate = n / statistics.median(model_s)
     pipe_rate = n / statistics.median(pipe_s)
@@ -143,6 +143,9 @@ def embedding_rate(report: Report, quick: bool) -> None:
     report.figure("pipeline_blocks_per_s", round(pipe_rate, 1))
     report.figure("pipeline_tokens_per_s", round(tokens / statistics.median(pipe_s), 1))
     report.figure("pipeline_over_model_per_round", [round(r, 3) for r in ratios])
+    # The spread behind each median: every round's rate, in blocks/s.
+    report.figure("model_alone_blocks_per_s_per_round", [round(n / s, 1) for s in model_s])
+    report.figure("pipeline_blocks_per_s_per_round", [round(n / s, 1) for s in pipe_s])
     # CPU seconds (all threads of this process) barely move when other processes take the
     # cores, so on a shared machine they show the pipeline's own overhead better than rates.
     cpu_ratios = [m / p for m, p in zip(model_cpu, pipe_cpu, strict=True)]
