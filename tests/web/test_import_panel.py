@@ -14,6 +14,12 @@ import pytest
 from nicegui import ui
 from nicegui.testing import User
 
+from engine.config import parse_config
+from engine.embedding import EmbeddingCache
+from engine.embedding.batching import embed_texts
+from engine.embedding.probes import probe_texts
+from engine.embedding.providers import provider_for
+from engine.paths import DataDir
 from tests.corpus import DOCS
 from tests.servers.embedding_server import Delay, EmbeddingServer
 from tests.web.conftest import service_for
@@ -25,13 +31,18 @@ from web.pages import register
 pytestmark = pytest.mark.anyio
 
 
-def slow_embedding(
-    server: EmbeddingServer, monkeypatch: pytest.MonkeyPatch, *, batch_size: int, delay_s: float
+async def slow_embedding(
+    server: EmbeddingServer,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    batch_size: int,
+    delay_s: float,
+    probes_in: Path | None = None,
 ) -> dict[str, Any]:
-    """Settings that embed on the loopback server, one batch at a time, each taking delay_s."""
-    server.script(*[Delay(delay_s)] * 10_000)
+    """Settings that embed on the loopback server, one batch at a time, each taking delay_s;
+    with `probes_in`, that data directory has the calibration probes cached first."""
     monkeypatch.setenv("CITEWISE_EMBEDDING_API_KEY", "sk-test-embedding")
-    return {
+    settings: dict[str, Any] = {
         "provider": "openai_compatible",
         "base_url": server.url,
         "model": "test-embedding",
@@ -39,6 +50,24 @@ def slow_embedding(
         "batch_size": batch_size,
         "concurrency": 1,
     }
+    if probes_in is not None:
+        await probes_cached(probes_in, settings)
+    server.script(*[Delay(delay_s)] * 10_000)
+    return settings
+
+
+async def probes_cached(home: Path, settings: dict[str, Any]) -> None:
+    """The calibration probes (64 texts, embedded after a build's blocks) in `home`'s
+    embedding cache, as after a first import with `settings`, embedded before the server is
+    slowed: the pace is then the documents' alone (64 one-text batches would add 26 s)."""
+    data = DataDir(home).ensure()
+    config = parse_config({"embedding": settings}, {})
+    provider = provider_for(config.embedding, config.network, "sk-test-embedding")
+    try:
+        with EmbeddingCache(data.embedding_cache) as cache:
+            await embed_texts(provider, cache, probe_texts(), batch_size=64, concurrency=1)
+    finally:
+        await provider.aclose()
 
 
 def broken_pdfs(folder: Path) -> None:
@@ -70,7 +99,7 @@ async def test_pages_blocks_and_the_time_left_move_and_the_bar_ends_at_exactly_f
     folder = tmp_path / "docs"
     folder.mkdir()
     shutil.copy2(DOCS / "debian-reference.en.pdf", folder)  # 261 pages, ~900 blocks
-    embedding = slow_embedding(embedding_server, monkeypatch, batch_size=32, delay_s=0.3)
+    embedding = await slow_embedding(embedding_server, monkeypatch, batch_size=32, delay_s=0.3)
     register(service_for(tmp_path / "home", embedding=embedding))
     await ui_user.open("/library")
     await import_path(ui_user, folder)
@@ -139,7 +168,9 @@ async def test_each_failure_shows_its_reason_while_the_import_runs_then_the_libr
     (docs / "guide.md").write_text(
         "# Guide\n\n" + "".join(f"## Step {i}\n\nDo thing number {i} now.\n\n" for i in range(20))
     )
-    embedding = slow_embedding(embedding_server, monkeypatch, batch_size=1, delay_s=0.4)
+    embedding = await slow_embedding(
+        embedding_server, monkeypatch, batch_size=1, delay_s=0.4, probes_in=tmp_path / "home"
+    )
     service = service_for(tmp_path / "home", embedding=embedding, ui={"language": language})
     register(service)
     await ui_user.open("/library")
