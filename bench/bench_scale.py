@@ -414,26 +414,32 @@ def _draw(sizes: list[int], series: dict[str, list[float]], report: Report) -> s
 def merge(paths: list[Path]) -> Path:
     """One scale report (tables, figures, targets, chart) from several runs' scale.json, e.g.
     the largest size run in one process beside the smaller ones in another on a shared
-    machine. Writes scale.json and scale.md to CITEWISE_BENCH_OUT (bench/reports)."""
+    machine. A size in several runs keeps the last run's row, figures and target (e.g. a
+    rerun with CITEWISE_SCALE_REPEATS). Writes scale.json and scale.md to CITEWISE_BENCH_OUT
+    (bench/reports)."""
     import json
 
     from bench.runner import _markdown
 
     parts = [json.loads(p.read_text(encoding="utf-8")) for p in paths]
     report = Report(name="scale", title=parts[0]["title"])
+    targets: dict[str, Any] = {}
     for part in parts:
         report.figures.update(part["figures"])
-        report.targets += part["targets"]
+        targets.update((t["target"], t) for t in part["targets"])
+    report.targets = list(targets.values())
     report.targets.sort(key=lambda t: int(t["target"].split(" at ")[1].split()[0]))
     for i, first in enumerate(parts[0]["tables"]):
         # A run made before a column was added shows "-" in it.
         header = max((part["tables"][i]["header"] for part in parts), key=len)
-        rows = [
-            [dict(zip(part["tables"][i]["header"], row, strict=True)).get(h, "-") for h in header]
+        by_size = {
+            int(row[0]): [
+                dict(zip(part["tables"][i]["header"], row, strict=True)).get(h, "-") for h in header
+            ]
             for part in parts
             for row in part["tables"][i]["rows"]
-        ]
-        report.table(first["title"], header, sorted(rows, key=lambda r: int(r[0])))
+        }
+        report.table(first["title"], header, [by_size[n] for n in sorted(by_size)])
     build, serve = report.tables[0], report.tables[1]
 
     def column(table: dict[str, Any], name: str) -> list[float]:
