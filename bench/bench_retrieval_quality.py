@@ -71,6 +71,9 @@ class Variant:
     # The keyword query before the informative-term filter: only English function words
     # dropped, and every token kept when nothing else is left.
     old_terms: bool = False
+    # The parts of each camelCase word (read before folding), besides the whole word: the
+    # shipped tokenizer already splits snake_case and dotted names at "_" and ".".
+    identifiers: bool = False
 
 
 VARIANTS = (
@@ -79,7 +82,22 @@ VARIANTS = (
     Variant("bigrams+stem", False, True),
     Variant("bigrams+jieba+stem", True, True),
     Variant("bigrams, old term filter", False, False, old_terms=True),
+    Variant("bigrams+identifiers", False, False, identifiers=True),
 )
+# A word with a case change inside it ("readFileSync", "HTTPServer"), and its parts.
+_CAMEL = re.compile(r"\b[A-Za-z]*[a-z][A-Z][A-Za-z0-9]*|\b[A-Z]{2,}[a-z][A-Za-z0-9]*")
+_CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
+def identifier_parts(text: str) -> list[str]:
+    """The folded parts of every camelCase word of unfolded `text` (the whole word is a token
+    already)."""
+    out: list[str] = []
+    for word in _CAMEL.findall(text):
+        parts = _CAMEL_PART.findall(word)
+        if len(parts) > 1:
+            out.extend(fold(part) for part in parts)
+    return out
 
 
 def _old_keyword_query(query: str) -> tuple[list[str], list[str]]:
@@ -126,10 +144,14 @@ def keyword_variant(snapshot: Snapshot, variant: Variant, tmp: Path) -> Iterator
         finally:
             retrieval.keyword_query = shipped
         return
-    if not (variant.segment or variant.stem):
+    if not (variant.segment or variant.stem or variant.identifiers):
         yield
         return
-    extras = _extras(variant)
+    folded_extras = _extras(variant)
+
+    def extras(text: str) -> list[str]:
+        return folded_extras(fold(text)) + (identifier_parts(text) if variant.identifiers else [])
+
     token_lists = []
     for ordinal in range(snapshot.n_blocks):
         block = snapshot.block(ordinal)
@@ -138,8 +160,8 @@ def keyword_variant(snapshot: Snapshot, variant: Variant, tmp: Path) -> Iterator
         token_lists.append(
             folded_tokens(folded_title)
             + folded_tokens(folded_text)
-            + extras(folded_title)
-            + extras(folded_text)
+            + extras(title)
+            + extras(block.text)
         )
     params = snapshot.manifest.retrieval
     assert params is not None
@@ -152,7 +174,7 @@ def keyword_variant(snapshot: Snapshot, variant: Variant, tmp: Path) -> Iterator
 
     def keyword_query(query: str) -> tuple[list[str], list[str]]:
         tokens, dropped = original_query(query)
-        added = [t for t in extras(fold(query)) if t not in tokens]
+        added = list(dict.fromkeys(t for t in extras(query) if t not in tokens))
         return tokens + added, dropped
 
     snapshot._bm25 = index
