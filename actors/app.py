@@ -150,9 +150,11 @@ class App(TraceMethods):
         import (its journal keeps it: the next start resumes it), then writes what the trace
         writer still holds, then closes the embedding provider."""
         from actors.trace_setup import open_app_trace_writer
+        from engine.tokens import preload
 
         if self._tasks is not None:
             raise RuntimeError("the app is already running")
+        preload()  # long-lived: count with the tokenizer itself, loaded in the background
         try:
             async with open_app_trace_writer(self) as writer, anyio.create_task_group() as tg:
                 self._trace_writer, self._tasks = writer, tg
@@ -218,8 +220,12 @@ class App(TraceMethods):
         await warm_parse_workers()
 
     async def warm(self) -> None:
-        """Load what the first request would wait for (the tokenizer loads in ~0.3 s)."""
-        await anyio.to_thread.run_sync(self.counter)
+        """Load what the first request would wait for: the tokenizer (~0.3 s), which a
+        long-running app counts with (a one-off command counts with its merges alone)."""
+        from engine.tokens import preload
+
+        preload()
+        await anyio.to_thread.run_sync(self.counter().count, "warm")
 
     async def aclose(self) -> None:
         if self._embedder is not None:

@@ -244,3 +244,22 @@ def test_preloading_the_tokenizer_keeps_the_merges_for_the_next_one_off_command(
     assert done.returncode == 0, done.stderr
     kept = list((tmp_path / "cache").glob("deepseek-merges-*.marshal"))
     assert len(kept) == 1 and MergeRanks.from_bytes(kept[0].read_bytes()) is not None
+
+
+def test_a_running_app_counts_with_the_tokenizer_itself(tmp_path: Path) -> None:
+    # a long-lived app (serve, ask) counts many texts: the tokenizer, not the Python merges
+    code = (
+        "import anyio\n"
+        "from actors.app import App\n"
+        "import engine.tokens.counter as counter\n"
+        "async def main():\n"
+        "    async with App.open() as app:\n"
+        "        await app.warm()\n"
+        f"        print(app.counter().count_many({FRESH_TEXTS!r}), counter._loaded is not None)\n"
+        "anyio.run(main, backend='trio')\n"
+    )
+    run = _fresh(code, tmp_path)
+    assert run.returncode == 0, run.stderr
+    expected = msgspec.json.encode(TokenCounter().count_many(FRESH_TEXTS)).decode()
+    counts, loaded = run.stdout.strip().rsplit(" ", 1)
+    assert (counts.replace(" ", ""), loaded) == (expected, "True")
