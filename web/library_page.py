@@ -364,39 +364,32 @@ def _report_retries(app: App, t: Texts, retrying: set[str]) -> None:
             )
 
 
+# Each kind of change a snapshot records: its field, and the sign its tooltip lines start with.
+_CHANGE_KINDS = (
+    ("added", "+"),
+    ("removed", "−"),
+    ("edited", "✎"),
+    ("read_again", "↻"),
+    ("failed", "✗"),
+)
+
+
+def _changed(c: SnapshotChanges) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(kind, sign, sources) of every kind of change `c` has."""
+    return [(kind, sign, items) for kind, sign in _CHANGE_KINDS if (items := getattr(c, kind))]
+
+
 def changes_text(t: Texts, c: SnapshotChanges) -> str:
     """What a snapshot changed, in words: "+2 added · −1 removed · 1 edited · 1 failed"."""
     if not c.known:
         return t("lib.change.unknown")
     if c.empty:
         return t("lib.change.none")
-    parts = [
-        t(f"lib.change.{kind}", n=len(items))
-        for kind, items in (
-            ("added", c.added),
-            ("removed", c.removed),
-            ("edited", c.edited),
-            ("read_again", c.read_again),
-            ("failed", c.failed),
-        )
-        if items
-    ]
-    return " · ".join(parts)
+    return " · ".join(t(f"lib.change.{kind}", n=len(items)) for kind, _, items in _changed(c))
 
 
 def _changes_tooltip(c: SnapshotChanges) -> str:
-    lines = [
-        f"{sign} {', '.join(items)}"
-        for sign, items in (
-            ("+", c.added),
-            ("−", c.removed),
-            ("✎", c.edited),
-            ("↻", c.read_again),
-            ("✗", c.failed),
-        )
-        if items
-    ]
-    return "\n".join(lines)
+    return "\n".join(f"{sign} {', '.join(items)}" for _, sign, items in _changed(c))
 
 
 def snapshot_times(t: Texts, items: Sequence[SnapshotView]) -> dict[str, str]:
