@@ -10,6 +10,7 @@ it, so that its caller leaves the entry for a later sweep instead of failing.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import mmap
 import os
@@ -115,6 +116,20 @@ def remove_tree(path: str | os.PathLike[str]) -> bool:
         if attempt < RETRY_ATTEMPTS - 1:
             time.sleep(RETRY_BACKOFF_S * (attempt + 1))
     return False
+
+
+def remove_superseded(current: Path, prefix: str) -> list[str]:
+    """Remove the other files in `current`'s folder whose names start with `prefix`: copies
+    an earlier install or format wrote (a cache keyed by version in its name is never read
+    again once the version moves on). One still held open or mapped stays for the next call.
+    Returns the names removed."""
+    removed = []
+    with contextlib.suppress(OSError):
+        for entry in sorted(current.parent.iterdir()):
+            stale = entry.name.startswith(prefix) and entry != current and entry.is_file()
+            if stale and remove_file(entry):
+                removed.append(entry.name)
+    return removed
 
 
 def sweep(directory: Path) -> list[str]:

