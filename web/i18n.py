@@ -563,8 +563,53 @@ TEXTS: dict[str, tuple[str, str]] = {
     "lib.tool.all_documents": ("All documents", "全部文档"),
     "lib.tool.section": ("Section (empty = whole document)", "章节(留空 = 全文)"),
     "lib.tool.run": ("Run", "运行"),
-    "lib.tool.empty": ("Nothing found ({reason}).", "没有结果({reason})。"),
-    "lib.tool.error": ("The tool refused: {code}: {message}", "工具拒绝:{code}:{message}"),
+    "lib.tool.need_query": (
+        "Type the words to search for first.",
+        "请先输入要搜索的词。",
+    ),
+    "lib.tool.need_term": (
+        "Type the exact text to find first.",
+        "请先输入要查找的精确文本。",
+    ),
+    "lib.tool.need_document": (
+        "Add a document first: there is nothing to list yet.",
+        "请先添加文档:目前还没有可列出的内容。",
+    ),
+    "lib.tool.empty.no_match": (
+        "Nothing found. Try other words, or search all documents.",
+        "没有找到。请换些词试试,或在全部文档中搜索。",
+    ),
+    "lib.tool.empty.scope_empty": (
+        "This part of the document has no text to show. Choose another section or document.",
+        "文档的这一部分没有可显示的文字。请选择其他章节或文档。",
+    ),
+    "lib.tool.empty.collection_empty": (
+        "This collection has no documents yet. Add some above first.",
+        "这个资料集还没有文档。请先在上方添加。",
+    ),
+    "lib.tool.error.invalid_argument": (
+        "That cannot be looked up as typed. Use fewer, shorter words and run it again.",
+        "这样输入无法查找。请用更少、更短的词再运行一次。",
+    ),
+    "lib.tool.error.scope_not_found": (
+        "That document is no longer in the library. Reload the page and choose again.",
+        "该文档已不在资料库中。请刷新页面后重新选择。",
+    ),
+    "lib.tool.error.collection_unavailable": (
+        "The library cannot be read right now. Reload the page; if it stays, see the Library "
+        "page's notice.",
+        "现在无法读取资料库。请刷新页面;如果仍然如此,请查看“资料库”页的提示。",
+    ),
+    "lib.tool.error.upstream_unavailable": (
+        "The embedding model did not answer, so searching by meaning failed. Try again, or "
+        "use Find every occurrence, which needs no model.",
+        "向量模型没有响应,按语义搜索失败。请重试,或使用不需要模型的“查找全部出现”。",
+    ),
+    "lib.tool.error.tool_internal_error": (
+        "Looking this up failed because of a problem in Citewise. Try again; the details "
+        "below help a bug report.",
+        "由于 Citewise 内部问题,查找失败。请重试;下方的详情可用于报告问题。",
+    ),
     "lib.tool.hits": ("{count} {count|occurrence|occurrences}", "共出现 {count} 次"),
     "lib.tool.blocks": ("{total} {total|block|blocks}", "{total} 个块"),
     "lib.upload_saved": ("Received {name}", "已接收 {name}"),

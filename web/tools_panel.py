@@ -12,12 +12,18 @@ import msgspec
 from nicegui import ui
 
 from actors import App, DocumentView
-from web.i18n import Texts
+from web.error_view import details_toggle
+from web.i18n import TEXTS, Texts
 from web.shell import show_error
 from web.source_viewer import pages_text
 
 ALL = ""
 RESULTS_SHOWN = 200
+# The field each tool cannot run without, and the sentence that asks for it.
+_REQUIRED = {
+    "search_blocks": ("query", "lib.tool.need_query"),
+    "scan_term": ("term", "lib.tool.need_term"),
+}
 
 
 class ToolsPanel:
@@ -92,6 +98,17 @@ class ToolsPanel:
         select.set_value(None)
 
     async def _run(self, tool: str, args: dict[str, Any]) -> None:
+        field, need = _REQUIRED.get(tool, ("", ""))
+        if field and not str(args.get(field) or "").strip():
+            self.output.clear()
+            with self.output:
+                ui.label(self.t(need)).classes("text-sm").mark("tool-need")
+            return
+        if tool == "list_blocks" and not args.get("doc_id"):
+            self.output.clear()
+            with self.output:
+                ui.label(self.t("lib.tool.need_document")).classes("text-sm").mark("tool-need")
+            return
         try:
             outcome = await self.app.run_tool(tool, args)
             result: dict[str, Any] = msgspec.json.decode(outcome.json)
@@ -110,12 +127,15 @@ def _scope(doc_id: str | None) -> dict[str, Any]:
 def _render_result(t: Texts, result: dict[str, Any]) -> None:
     error = result.get("error")
     if error:
-        ui.label(t("lib.tool.error", code=error.get("code"), message=error.get("message"))).classes(
+        key = f"lib.tool.error.{error.get('code')}"
+        ui.label(t(key if key in TEXTS else "lib.tool.error.tool_internal_error")).classes(
             "text-red-700 text-sm"
         ).mark("tool-error")
+        details_toggle(t, f"{error.get('code')}: {error.get('message')}")
         return
     if result.get("empty_reason"):
-        ui.label(t("lib.tool.empty", reason=result["empty_reason"])).classes("text-sm").mark(
+        key = f"lib.tool.empty.{result['empty_reason']}"
+        ui.label(t(key if key in TEXTS else "lib.tool.empty.no_match")).classes("text-sm").mark(
             "tool-empty"
         )
         return

@@ -305,3 +305,32 @@ async def test_cleaning_up_old_snapshots_asks_first_and_says_what_it_did(
     UserInteraction(ui_user, {found(ui_user, "confirm-yes")[-1]}, None).click()
     await eventually(lambda: len(service.snapshots()) == 1)
     await eventually(lambda: ui_user.notify.contains("Cleaned up: 1 old snapshot deleted"))
+
+
+async def test_direct_tools_say_what_to_type_and_why_nothing_came_in_the_ui_language(
+    ui_user: User, home_copy: Path, no_keys: None
+) -> None:
+    """A blank field asks for the words; an empty result and a refused look-up are sentences
+    in Chinese, the tool's own code and English message only under details (they were shown
+    raw: "工具拒绝:invalid_argument:scan_term: `term` must not be blank …", "没有结果(no_match)")."""
+    service = service_for(home_copy, ui={"language": "zh"})
+    register(service)
+    await ui_user.open("/library")
+    ui_user.find(marker="tool-run-scan").click()
+    await eventually(lambda: bool(found(ui_user, "tool-need")))
+    assert texts_of(ui_user, "tool-need") == ["请先输入要查找的精确文本。"]
+    ui_user.find(marker="tool-run-search").click()
+    await eventually(lambda: texts_of(ui_user, "tool-need") == ["请先输入要搜索的词。"])
+
+    ui_user.find(marker="tool-term").type("不存在的词语xyz")
+    ui_user.find(marker="tool-run-scan").click()
+    await eventually(lambda: bool(found(ui_user, "tool-empty")), timeout_s=30)
+    assert texts_of(ui_user, "tool-empty") == ["没有找到。请换些词试试,或在全部文档中搜索。"]
+
+    ui_user.find(marker="tool-query").type("stream " * 700)  # over the 4,000-character limit
+    ui_user.find(marker="tool-run-search").click()
+    await eventually(lambda: bool(found(ui_user, "tool-error")), timeout_s=30)
+    shown = texts_of(ui_user, "tool-error")[0]
+    assert shown == "这样输入无法查找。请用更少、更短的词再运行一次。"
+    details = texts_of(ui_user, "error-details-text")
+    assert details and details[0].startswith("invalid_argument: search_blocks:")
