@@ -96,6 +96,8 @@ class _Parsed:
     record: DocumentRecord
     reused: bool = False
     prepared: PreparedDocument | None = None  # the build's work for it, done by its worker
+    # its texts to embed and how many each block has, cut by its worker (see Chunking.layout)
+    parts: tuple[list[str], np.ndarray] | None = None
 
 
 @dataclass
@@ -425,6 +427,7 @@ class Ingest:
             source=target.source,
             parser_version=parser_version,
             target_tokens=self.config.ingest.block_target_tokens,
+            layout=self.layout,
         )
         try:
             with anyio.fail_after(PARSE_TIMEOUT_S):
@@ -466,7 +469,8 @@ class Ingest:
         record = finished.record
         self.report.parsed(target.source, record)
         await anyio.to_thread.run_sync(self.documents.put, key, record)
-        return _Parsed(target, record, prepared=finished.prepared)
+        parts = finished.parts if finished.layout == self.layout else None
+        return _Parsed(target, record, prepared=finished.prepared, parts=parts)
 
     async def _probe_vectors(self) -> np.ndarray | None:
         """The calibration probes (engine/embedding/probes.py) embedded like queries, from the
@@ -519,6 +523,8 @@ class Ingest:
                 if self.layout.granularity == "block":
                     n = len(item.record.blocks)
                     texts = [embedding_text(item.record, i) for i in range(n)]
+                elif item.parts is not None:
+                    texts, counts = item.parts
                 else:
                     texts, counts = part_texts(item.record, self.layout)
                 embedded = _EmbeddingProgress(

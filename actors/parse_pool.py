@@ -25,8 +25,11 @@ import anyio
 import anyio.to_process
 import anyio.to_thread
 import msgspec
+import numpy as np
+import numpy.typing as npt
 
 from engine.chunker import chunk_document
+from engine.embedding.windows import part_texts
 from engine.errors import ChunkError
 from engine.gc_pause import gc_paused
 from engine.parsing import (
@@ -42,7 +45,7 @@ from engine.parsing import (
 from engine.parsing.ocr_signals import PageCounts, pause_file
 from engine.tokens import TokenCounter, preload
 from index.prepared import PreparedDocument, prepare_document
-from index.records import DocumentRecord
+from index.records import DocumentRecord, VectorLayout
 
 T = TypeVar("T")
 OnPages = Callable[[int, int], None]  # (pages read so far, the document's page count)
@@ -139,14 +142,22 @@ class Chunking:
     source: str
     parser_version: str
     target_tokens: int
+    # The build's vector layout: with several vectors per block, the worker also cuts the
+    # blocks into the parts to embed (engine.embedding.windows.part_texts), off the app's
+    # process, which otherwise does it for every document while the workers wait.
+    layout: VectorLayout | None = None
 
 
 @dataclass(frozen=True)
 class Finished:
-    """A document as a worker returns it: its blocks, and the build's per-document work."""
+    """A document as a worker returns it: its blocks, the build's per-document work, and
+    the texts to embed with how many each block has (`part_texts` under `layout`, for a
+    layout of several vectors per block; else None)."""
 
     record: DocumentRecord
     prepared: PreparedDocument
+    parts: tuple[list[str], npt.NDArray[np.int64]] | None = None
+    layout: VectorLayout | None = None
 
 
 # -- run in the worker processes ----------------------------------------------------------------
@@ -166,7 +177,13 @@ def _finish(parsed: ParsedDocument, chunking: Chunking, parse_seconds: float) ->
             counter=TokenCounter(),
             parse_seconds=parse_seconds,
         )
-        return Finished(record=record, prepared=prepare_document(record))
+        layout = chunking.layout
+        parts = None
+        if layout is not None and layout.granularity != "block":
+            parts = part_texts(record, layout)
+        return Finished(
+            record=record, prepared=prepare_document(record), parts=parts, layout=layout
+        )
     except ChunkError:
         raise
     except Exception as exc:

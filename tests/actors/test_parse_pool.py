@@ -16,11 +16,12 @@ from actors.ingest import format_of
 from actors.parse_pool import Chunking, Finished, ParsePool, PrioritySlots
 from engine.chunker import chunk_document
 from engine.config import parse_config
+from engine.embedding.windows import layout_for, part_texts
 from engine.errors import ChunkError
 from engine.parsing import PARSER_VERSIONS, ParseError, ParseLimits, parse_file
 from engine.tokens import TokenCounter
 from index.fsutil import file_sha256
-from index.records import DocumentRecord
+from index.records import DocumentRecord, VectorLayout
 from tests.corpus import DOCS
 
 pytestmark = pytest.mark.anyio
@@ -115,12 +116,13 @@ async def test_cancelling_a_holder_mid_wait_leaves_the_slots_whole() -> None:
             pass
 
 
-def _chunking(path: Path) -> Chunking:
+def _chunking(path: Path, layout: VectorLayout | None = None) -> Chunking:
     return Chunking(
         content_hash=file_sha256(path),
         source=path.name,
         parser_version=PARSER_VERSIONS[format_of(path)],
         target_tokens=parse_config({}, {}).ingest.block_target_tokens,
+        layout=layout,
     )
 
 
@@ -133,12 +135,23 @@ async def test_workers_return_documents_chunked_and_prepared_as_in_one_process(
     text = DOCS / "debian-reference.zh-cn.txt"
     results: dict[str, Finished] = {}
 
+    sentences = layout_for("local", "auto")  # several vectors per block: the worker cuts them
+    layouts = {pdf.name: sentences, text.name: None}
+
     async def finish(path: Path, rank: int) -> None:
-        results[path.name] = await pool.document(path, limits, rank, _chunking(path))
+        chunking = _chunking(path, layouts[path.name])
+        results[path.name] = await pool.document(path, limits, rank, chunking)
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(finish, pdf, 0)
         tg.start_soon(finish, text, 1)
+    assert sentences.granularity == "sentence"
+    assert results[text.name].parts is None and results[text.name].layout is None
+    parts = results[pdf.name].parts
+    assert parts is not None and results[pdf.name].layout == sentences
+    texts, counts = part_texts(results[pdf.name].record, sentences)
+    assert parts[0] == texts and parts[1].tolist() == counts.tolist()
+    assert len(texts) > len(results[pdf.name].record.blocks) == len(counts)
     for path in (pdf, text):
         c = _chunking(path)
         expected = chunk_document(
