@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import weakref
 from collections.abc import Awaitable, Callable
+from typing import Literal
 
 from nicegui import Client, context, ui
 
@@ -260,11 +261,14 @@ class AnswerView:
         with self.notes:
             ui.label(self.t("ask.stopped")).classes("text-sm text-amber-800").mark("stopped")
 
-    def failed(self, message: str) -> None:
+    def failed(self, message: str, go: Literal["settings", "library"] | None = None) -> None:
+        """The question could not be asked: why, and the button to where it can be put right."""
         self._end_stream()
         self.activity.set_text("")
         with self.notes:
             ui.label(message).classes("text-sm text-red-700").mark("ask-error")
+            if go is not None:
+                go_button(self.t, go)
 
 
 def summary_line(

@@ -13,6 +13,7 @@ import datetime as dt
 import weakref
 from dataclasses import dataclass
 from functools import partial
+from typing import Literal
 
 from nicegui import ui
 
@@ -34,6 +35,7 @@ from web.answer_view import (
     past_turn,
 )
 from web.damage_banner import damage_banner
+from web.error_view import error_action, go_button
 from web.i18n import Texts, when
 from web.live_answer import LiveAnswer
 from web.shell import error_sentence, frame, show_error, texts
@@ -82,6 +84,7 @@ def build(app: App, conversation_id: str | None = None) -> None:
             ui.label(t("ask.history")).classes("text-sm font-semibold mt-2")
             history = ui.column().classes("w-full gap-1").mark("history")
         with ui.column().classes("grow min-w-0"):
+            _key_banner(app, t)
             _partial_banner(app, t)
             with ui.row().classes("w-full justify-end") as conversation_actions:
                 ui.button(
@@ -234,7 +237,7 @@ def build(app: App, conversation_id: str | None = None) -> None:
                     await view.on_event(event)
             result = await run.wait()
         except Exception as exc:  # shown in the answer card; the page stays usable
-            view.failed(_ask_error(t, exc))
+            view.failed(_ask_error(t, exc), _ask_error_action(exc))
             if not isinstance(exc, USER_ERRORS):
                 show_error(t, exc)
             return
@@ -295,13 +298,30 @@ def build(app: App, conversation_id: str | None = None) -> None:
 
 
 def _ask_error(t: Texts, exc: BaseException) -> str:
-    message = str(exc)
-    if "DeepSeek API key" in message:
+    if getattr(exc, "code", None) == "no_key":
         return t("ask.no_key")
     if isinstance(exc, SpendingCapReached):
         spent, cap = f"{exc.spent:.4f} {exc.currency}", f"{exc.cap:g} {exc.currency}"
         return t(f"spend.cap_reached_{exc.period}", spent=spent, cap=cap)
     return error_sentence(t, exc)  # a bug says so; the details are in the dialog shown
+
+
+def _ask_error_action(exc: BaseException) -> Literal["settings", "library"] | None:
+    """Where the person can put right what stopped the question from being asked."""
+    action = error_action(exc, can_retry=False)
+    if getattr(exc, "code", None) == "no_key" or isinstance(exc, SpendingCapReached):
+        return "settings"
+    return action if action in ("settings", "library") else None
+
+
+def _key_banner(app: App, t: Texts) -> None:
+    """Answers need a chat key: say so before a question is typed, and what works without."""
+    if app.key_is_set("deepseek"):
+        return
+    with ui.row().classes("w-full items-center gap-2 bg-blue-50 p-2 rounded"):
+        ui.label(t("ask.key_needed")).classes("text-sm grow min-w-0").mark("no-key-banner")
+        go_button(t, "settings")
+        go_button(t, "library").props("flat")
 
 
 def _partial_banner(app: App, t: Texts) -> None:

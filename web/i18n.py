@@ -136,8 +136,16 @@ TEXTS: dict[str, tuple[str, str]] = {
         "此资料集还没有文档。请先在“资料库”页添加。",
     ),
     "ask.no_key": (
-        "No DeepSeek API key is set. Add it in Settings (or run the setup again).",
-        "尚未设置 DeepSeek API Key。请在“设置”中添加(或重新运行初始设置)。",
+        "No DeepSeek API key is saved yet, so this question could not be answered. Add the "
+        "key in Settings, then ask again.",
+        "还没有保存 DeepSeek API Key,所以无法回答这个问题。请在“设置”中添加后再提问。",
+    ),
+    "ask.key_needed": (
+        "Answers need a DeepSeek API key, and none is saved yet: add it in Settings. Until "
+        "then, “Look things up without a model” on the Library page finds passages in your "
+        "documents without a key.",
+        "回答问题需要 DeepSeek API Key,目前还没有保存:请在“设置”中添加。在此之前,"
+        "“资料库”页的“直接查找(不调用模型)”无需 Key 也能在你的文档中查找段落。",
     ),
     "gauge.title": ("Budget", "预算"),
     "gauge.context": (

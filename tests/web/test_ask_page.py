@@ -161,6 +161,23 @@ async def test_no_key_says_where_to_add_it(
     await ui_user.should_see(marker="ask-error", retries=30)
     assert "Settings" in texts_of(ui_user, "ask-error")[0]
     assert chat_server.requests == []
+    # The answer card has the way out, not only the sentence (it used to be a dead end).
+    assert "Open settings" in texts_of(ui_user, "error-action")
+
+
+async def test_without_a_key_the_ask_page_says_so_before_a_question_in_chinese(
+    ui_user: User, home_copy: Path, no_keys: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The embedded defaults have no chat key: the page says so up front, in the UI language,
+    with the way to Settings and what works without a key; a saved key takes it away."""
+    register(service_for(home_copy, ui={"language": "zh"}))
+    await ui_user.open("/")
+    banner = texts_of(ui_user, "no-key-banner")
+    assert banner and "DeepSeek API Key" in banner[0] and "直接查找" in banner[0]
+    assert texts_of(ui_user, "error-action") == ["打开设置", "打开资料库"]
+    monkeypatch.setenv("CITEWISE_DEEPSEEK_API_KEY", "test-key")
+    await ui_user.open("/")
+    assert found(ui_user, "no-key-banner") == []
 
 
 async def test_incomplete_knowledge_base_is_disclosed_on_the_page(
