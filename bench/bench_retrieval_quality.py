@@ -1,8 +1,9 @@
 """Retrieval quality on real questions, measured on held-apart halves (issue 21): recall@5,
 recall@10 and MRR by kind for the keyword list alone, the vector list alone and hybrid search,
 on the shared gold set and the second set (tests/fixtures/gold/second.jsonl); keyword-side
-variants (jieba word segmentation added to CJK bigrams, Snowball English stems added to words),
-each on and off; and a grid of fusion settings chosen on one half and reported on the other.
+variants (jieba word segmentation added to CJK bigrams, Snowball English stems added to words,
+camelCase parts, query bigrams kept only inside jieba words), each on and off; and a grid of
+fusion settings chosen on one half and reported on the other.
 
 Halves split questions by the parity of the number their id ends with (odd = A, even = B).
 A setting is chosen on one half of both sets pooled (recall@5, then MRR, then the shipped
@@ -74,6 +75,10 @@ class Variant:
     # The parts of each camelCase word (read before folding), besides the whole word: the
     # shipped tokenizer already splits snake_case and dotted names at "_" and ".".
     identifiers: bool = False
+    # Query side only, the index unchanged: the CJK bigrams of the query that lie inside no
+    # jieba word ("行里", "里正" of "命令行里正常") are dropped from the keyword query, unless
+    # nothing would be left.
+    query_words: bool = False
 
 
 VARIANTS = (
@@ -83,6 +88,7 @@ VARIANTS = (
     Variant("bigrams+jieba+stem", True, True),
     Variant("bigrams, old term filter", False, False, old_terms=True),
     Variant("bigrams+identifiers", False, False, identifiers=True),
+    Variant("bigrams, query bigrams within jieba words", False, False, query_words=True),
 )
 # A word with a case change inside it ("readFileSync", "HTTPServer"), and its parts.
 _CAMEL = re.compile(r"\b[A-Za-z]*[a-z][A-Z][A-Za-z0-9]*|\b[A-Z]{2,}[a-z][A-Za-z0-9]*")
@@ -106,6 +112,38 @@ def _old_keyword_query(query: str) -> tuple[list[str], list[str]]:
     if not kept:
         return tokens, []
     return kept, [t for t in tokens if t in retrieval.STOP_WORDS]
+
+
+def crossing_bigrams(query: str) -> set[str]:
+    """The CJK bigrams of `query` that lie inside no jieba word of its CJK runs."""
+    import jieba
+
+    jieba.setLogLevel(60)
+    inside: set[str] = set()
+    every: set[str] = set()
+    for run in _CJK_RUN.findall(fold(query)):
+        every.update(run[i : i + 2] for i in range(len(run) - 1))
+        for word in jieba.lcut(run, HMM=False):
+            inside.update(word[i : i + 2] for i in range(len(word) - 1))
+    return every - inside
+
+
+KeywordQuery = Callable[[str], tuple[list[str], list[str]]]
+
+
+def _within_words(shipped: KeywordQuery) -> KeywordQuery:
+    """`shipped` without the query's CJK bigrams that cross a jieba word boundary, unless
+    nothing else is left."""
+
+    def keyword_query(query: str) -> tuple[list[str], list[str]]:
+        tokens, dropped = shipped(query)
+        crossing = crossing_bigrams(query)
+        kept = [t for t in tokens if t not in crossing]
+        if not kept:
+            return tokens, dropped
+        return kept, dropped + [t for t in tokens if t in crossing]
+
+    return keyword_query
 
 
 def _extras(variant: Variant) -> Callable[[str], list[str]]:
@@ -136,9 +174,11 @@ def _extras(variant: Variant) -> Callable[[str], list[str]]:
 @contextlib.contextmanager
 def keyword_variant(snapshot: Snapshot, variant: Variant, tmp: Path) -> Iterator[None]:
     """Search `snapshot` with the body BM25 index and query tokens of `variant`."""
-    if variant.old_terms:
+    if variant.old_terms or variant.query_words:
         shipped = retrieval.keyword_query
-        retrieval.keyword_query = _old_keyword_query
+        retrieval.keyword_query = (
+            _old_keyword_query if variant.old_terms else _within_words(shipped)
+        )
         try:
             yield
         finally:

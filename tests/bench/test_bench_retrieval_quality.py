@@ -1,6 +1,7 @@
 """bench retrieval_quality's keyword-side variants do what they are named for, each on and off:
-Snowball stems let "listening" find "listeners", jieba adds whole words beside the bigrams, and
-the old term filter keeps a query of function words alone; the halves split by id parity."""
+Snowball stems let "listening" find "listeners", jieba adds whole words beside the bigrams, the
+old term filter keeps a query of function words alone, and query bigrams across a jieba word
+boundary are dropped; the halves split by id parity."""
 
 from __future__ import annotations
 
@@ -53,6 +54,19 @@ def test_segmentation_on_adds_whole_words_beside_the_bigrams_and_off_does_not(
         tokens, candidates = _keyword(snap, "计算机")
         assert {"计算", "算机", "计算机"} <= set(tokens) and candidates == 1
     assert "计算机" not in _keyword(snap, "计算机")[0]
+
+
+def test_query_words_on_drop_bigrams_across_a_word_boundary_and_off_keep_them(
+    snap: Snapshot, tmp_path: Path
+) -> None:
+    # jieba reads 计算机 / 里 / 研究: 机里 and 里研 straddle two words.
+    shipped = _keyword(snap, "计算机里研究")
+    assert {"机里", "里研"} <= set(shipped[0])
+    with keyword_variant(snap, VARIANT["bigrams, query bigrams within jieba words"], tmp_path):
+        tokens, candidates = _keyword(snap, "计算机里研究")
+        assert set(tokens) == {"计算", "算机", "研究"} and candidates == 1
+        assert _keyword(snap, "机里") == (("机里",), 0)  # nothing else left: kept
+    assert _keyword(snap, "计算机里研究") == shipped  # restored
 
 
 def test_the_old_term_filter_keeps_function_words_the_shipped_one_drops(
