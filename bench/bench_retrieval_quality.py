@@ -176,9 +176,8 @@ def keyword_variant(snapshot: Snapshot, variant: Variant, tmp: Path) -> Iterator
     """Search `snapshot` with the body BM25 index and query tokens of `variant`."""
     if variant.old_terms or variant.query_words:
         shipped = retrieval.keyword_query
-        retrieval.keyword_query = (
-            _old_keyword_query if variant.old_terms else _within_words(shipped)
-        )
+        patched = _old_keyword_query if variant.old_terms else _within_words(shipped)
+        retrieval.keyword_query = patched  # type: ignore[assignment]
         try:
             yield
         finally:
