@@ -340,6 +340,8 @@ def _partial_banner(app: App, t: Texts) -> None:
     if active.status == "ready_partial" and active.failed_documents:
         sources = ", ".join(f["source"] for f in active.failed_documents[:5])
         more = "…" if len(active.failed_documents) > 5 else ""
-        ui.label(
-            t("ask.partial_banner", n=len(active.failed_documents), sources=sources + more)
-        ).classes("w-full bg-amber-100 p-2 rounded").mark("partial-banner")
+        with ui.row().classes("w-full items-center gap-2 bg-amber-100 p-2 rounded"):
+            ui.label(
+                t("ask.partial_banner", n=len(active.failed_documents), sources=sources + more)
+            ).classes("grow min-w-0").mark("partial-banner")
+            go_button(t, "library")

@@ -118,8 +118,10 @@ TEXTS: dict[str, tuple[str, str]] = {
     "ask.pages": ("pp. {start}–{end}", "第 {start}–{end} 页"),
     "ask.partial_banner": (
         "The knowledge base is incomplete: {n} {n|document|documents} failed to import "
-        "({sources}). Answers cannot use them. Retry them on the Library page.",
-        "知识库不完整:{n} 篇文档导入失败({sources}),回答无法使用它们。可在“资料库”页重试。",
+        "({sources}). Answers cannot use them. The Library page says why each one failed "
+        "and what to do.",
+        "知识库不完整:{n} 篇文档导入失败({sources}),回答无法使用它们。“资料库”页写明了每篇失败的"
+        "原因和解决办法。",
     ),
     "ask.refused_banner": (
         "Some evidence did not fit into the budget and was left out: {detail}. The answer may "

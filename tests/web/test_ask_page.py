@@ -193,6 +193,8 @@ async def test_incomplete_knowledge_base_is_disclosed_on_the_page(
     await ui_user.should_see(marker="partial-banner")
     banner = texts_of(ui_user, "partial-banner")[0]
     assert "broken.pdf" in banner and "1 document" in banner
+    assert "Retry" not in banner  # retrying a broken file as it is fails again: it says why
+    assert texts_of(ui_user, "error-action") == ["Open the library"]
 
 
 async def test_budget_limit_is_disclosed_with_the_answer(
