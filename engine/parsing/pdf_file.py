@@ -34,7 +34,8 @@ class _OutlineOnce(pymupdf.Document):
 
     def _loadOutline(self) -> Any:  # pymupdf's name for it
         if "_outline_once" not in self.__dict__:
-            self._outline_once = super()._loadOutline()
+            load: Any = super()._loadOutline  # pymupdf ships without type hints
+            self._outline_once = load()
         return self._outline_once
 
 
@@ -99,7 +100,8 @@ def open_pdf(path: Path, *, pages_only: bool = False) -> Any:
     _mupdf.TOOLS.mupdf_display_errors(False)
     _mupdf.TOOLS.mupdf_display_warnings(False)
     try:
-        doc = (_PagesOnly if pages_only else _OutlineOnce)(str(path), filetype="pdf")
+        opener: Any = _PagesOnly if pages_only else _OutlineOnce
+        doc = opener(str(path), filetype="pdf")
     except Exception as exc:
         if not _has_pdf_header(path):
             raise _not_a_pdf() from exc
