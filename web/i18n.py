@@ -277,6 +277,9 @@ TEXTS: dict[str, tuple[str, str]] = {
         "{n} 页此前已识别(沿用)",
     ),
     "lib.progress.pace_ocr": ("{n} scanned {n|page|pages} a second", "每秒识别 {n} 页"),
+    "lib.progress.pace_ocr_every": ("a scanned page every {every}", "每 {every}识别 1 页"),
+    "lib.progress.pace_blocks_every": ("a block every {every}", "每 {every}向量化 1 个块"),
+    "lib.progress.pace_pages_every": ("a page every {every}", "每 {every}读取 1 页"),
     "lib.progress.cached": (
         "{n} {n|block|blocks} already embedded (kept)",
         "{n} 个块此前已向量化(沿用)",

@@ -28,6 +28,9 @@ MAX_UPLOAD_BYTES = 512 << 20
 ALMOST_DONE_S = 3.0  # less time left than this is "almost done", not a count of seconds
 
 
+SLOW_PACE = 0.1  # a second: below it the pace is said as one every so many seconds
+
+
 def eta_text(t: Texts, seconds: float) -> str:
     s = max(0, round(seconds))
     if s < 60:
@@ -106,14 +109,22 @@ def eta_line(t: Texts, p: ImportProgress) -> str:
         return t("lib.progress.almost")
     eta = eta_text(t, p.eta_s)
     if p.ocr_pages_per_s and p.ocr_pages < p.ocr_pages_total:
-        pace = t("lib.progress.pace_ocr", n=pace_figure(p.ocr_pages_per_s))
+        pace = pace_text(t, "ocr", p.ocr_pages_per_s)
     elif p.blocks_per_s:
-        pace = t("lib.progress.pace_blocks", n=pace_figure(p.blocks_per_s))
+        pace = pace_text(t, "blocks", p.blocks_per_s)
     elif p.pages_per_s:
-        pace = t("lib.progress.pace_pages", n=pace_figure(p.pages_per_s))
+        pace = pace_text(t, "pages", p.pages_per_s)
     else:
         return t("lib.progress.eta", eta=eta)
     return t("lib.progress.eta_pace", eta=eta, pace=pace)
+
+
+def pace_text(t: Texts, kind: str, rate: float) -> str:
+    """So many a second; below SLOW_PACE a second, one every so many seconds (a scanned page
+    recognised every 80 s was "0.0 scanned pages a second", which reads as stuck)."""
+    if rate < SLOW_PACE:
+        return t(f"lib.progress.pace_{kind}_every", every=eta_text(t, 1 / rate))
+    return t(f"lib.progress.pace_{kind}", n=pace_figure(rate))
 
 
 def _count(n: int) -> str:

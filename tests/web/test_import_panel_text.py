@@ -54,3 +54,20 @@ def test_a_resumed_import_says_what_it_kept_in_both_languages() -> None:
     assert closing_message(Texts("zh"), result) == (
         "资料库中共有 2 篇文档;新增 2 篇;沿用中断前已完成的 1 篇;23 个块无需重新向量化。"
     )
+
+
+def test_a_pace_slower_than_one_in_ten_seconds_says_one_every_so_long_never_zero() -> None:
+    """Walked: a scanned page recognised every 80 s on a loaded machine was shown as
+    "每秒识别 0.0 页" beside a bar that stood still, which reads as stuck."""
+    p = ImportProgress(
+        collection="default",
+        state="running",
+        eta_s=795.0,
+        ocr_pages=2,
+        ocr_pages_total=4,
+        ocr_pages_per_s=0.0125,
+    )
+    assert eta_line(Texts("en"), p) == "About 13 min 15 s left · a scanned page every 1 min 20 s"
+    assert eta_line(Texts("zh"), p) == "预计还需 13 分 15 秒 · 每 1 分 20 秒识别 1 页"
+    slow = ImportProgress(collection="default", state="running", eta_s=60.0, blocks_per_s=0.05)
+    assert eta_line(Texts("en"), slow) == "About 1 min 00 s left · a block every 20 s"
