@@ -124,6 +124,7 @@ class SettingsForm:
     the fields an environment variable sets (their saved value stays as it is)."""
 
     def __init__(self, t: Texts, sources: Sources, fields: tuple[tuple[str, str], ...]) -> None:
+        self.t = t
         self.fields: dict[tuple[str, str], Any] = {}
         self.kinds: dict[tuple[str, str], type] = {}
         for section, key in fields:
@@ -152,6 +153,14 @@ class SettingsForm:
             self.kinds[(section, key)] = type(value)
             if source == "env":
                 del self.fields[(section, key)]  # never written: the file keeps its own value
+
+    def show_sources(self, sources: Sources) -> None:
+        """After a save: each field says again where its value now comes from (a value just
+        saved said "Default" until the page was opened again)."""
+        for (section, key), element in self.fields.items():
+            source = sources.of(section, key)
+            element.props(f'hint="{_attribute(self.t(f"set.source.{source}"))}"')
+            element.mark(f"setting-{section}.{key} source-{source}")
 
     def changes(self) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
@@ -230,6 +239,9 @@ def build(app: App) -> None:
                     error_panel(t, exc, retry=save, here="/settings")
                 return
             refresh_spending()  # the caps may have changed
+            saved = Sources(app, app.file_settings())
+            for form in forms:
+                form.show_sources(saved)
             ui.notify(t("set.saved"), type="positive")
             if app.config.ui.language != language_before:
                 ui.navigate.reload()

@@ -211,3 +211,21 @@ async def test_a_key_test_tells_a_wrong_address_from_a_refused_key_in_both_langu
     for hidden in ("chat.base_url", "citewise keys", "Error", "bad_request", "unauthorized"):
         assert hidden not in message
     assert memory_keyring.passwords == {}  # a key that did not work is not stored
+
+
+async def test_a_saved_field_says_saved_at_once_not_default(
+    ui_user: User, tmp_path: Path, no_keys: None
+) -> None:
+    """Walked: the chat base URL just saved still said "默认值" (Default) under it until the
+    page was opened again."""
+    service = service_for(tmp_path / "home", ui={"language": "zh"})
+    register(service)
+    await ui_user.open("/settings")
+    proxy = found(ui_user, "setting-network.proxy")[0]
+    assert proxy.props["hint"] == "默认值"
+    proxy.set_value("http://127.0.0.1:3128")
+    ui_user.find(marker="settings-save").click()
+    await eventually(lambda: service.config.network.proxy == "http://127.0.0.1:3128")
+    await eventually(lambda: proxy.props["hint"] == "已保存")
+    assert "source-file" in proxy._markers
+    assert found(ui_user, "setting-network.ca_bundle")[0].props["hint"] == "默认值"
