@@ -698,9 +698,9 @@ TEXTS: dict[str, tuple[str, str]] = {
         "以其他货币({currencies})记录的花费未计入此处。",
     ),
     "spend.note": (
-        "Costs are computed from the prices below and the usage the model reports. Set the caps "
+        "Costs are computed from the prices above and the usage the model reports. Set the caps "
         "under Chat model (0 = no cap); a cap refuses new questions, never one already running.",
-        "花费按下方价格和模型报告的用量计算。上限在“对话模型”中设置(0 = 不限);"
+        "花费按上方“每百万 token 价格”和模型报告的用量计算。上限在“对话模型”中设置(0 = 不限);"
         "达到上限后会拒绝新的提问,但不会中断正在进行的回答。",
     ),
     "spend.cap_reached_day": (

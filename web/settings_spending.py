@@ -50,7 +50,7 @@ def _card(app: App, t: Texts) -> None:
             ui.label(
                 t("spend.other_currencies", currencies=", ".join(totals.other_currencies))
             ).classes("text-xs text-slate-500")
-        ui.label(t("spend.note")).classes("text-xs text-slate-500")
+        ui.label(t("spend.note")).classes("text-xs text-slate-500").mark("spend-note")
 
 
 def _row(

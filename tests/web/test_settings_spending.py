@@ -67,3 +67,15 @@ async def test_a_question_past_the_cap_is_refused_in_the_persons_language(
     assert message.startswith("已达到每日花费上限") and "0.2500 USD" in message
     assert chat_server.requests == []
     assert service.conversations() == []  # nothing was asked, so nothing is recorded
+
+
+async def test_the_spending_note_points_to_the_prices_where_they_are(
+    ui_user: User, tmp_path: Path, no_keys: None
+) -> None:
+    """Walked: the note said "the prices below" but the prices card is above it."""
+    register(service_for(tmp_path / "home"))
+    await ui_user.open("/settings")
+    price = found(ui_user, "setting-chat.price.output")[0]
+    note = found(ui_user, "spend-note")[0]
+    assert price.id < note.id  # built (and shown) first: above
+    assert "prices above" in note.text
