@@ -631,6 +631,12 @@ TEXTS: dict[str, tuple[str, str]] = {
     "set.save": ("Save settings", "保存设置"),
     "set.saved": ("Settings saved.", "设置已保存。"),
     "set.invalid": ("Not saved: {message}", "未保存:{message}"),
+    "set.field_invalid": (
+        "“{label}” has a value Citewise cannot use, so nothing was saved. Correct the field "
+        "marked in red and save again.",
+        "“{label}”的值无法使用,因此没有保存。请改正标红的那一项后再保存。",
+    ),
+    "set.field_invalid_here": ("This value cannot be used", "此值无法使用"),
     "set.source.default": ("Default", "默认值"),
     "set.source.file": ("Saved", "已保存"),
     "set.source.env": ("Set by an environment variable", "由环境变量设定"),

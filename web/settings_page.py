@@ -162,6 +162,19 @@ class SettingsForm:
             element.props(f'hint="{_attribute(self.t(f"set.source.{source}"))}"')
             element.mark(f"setting-{section}.{key} source-{source}")
 
+    def flag(self, t: Texts, refusal: str) -> str | None:
+        """The field a refused save names first ("budget.max_tool_calls = -5 is not allowed…"):
+        marked in red, its label returned; every other field's mark is cleared ("" clears
+        them all)."""
+        named = None
+        for (section, key), element in self.fields.items():
+            if named is None and refusal.startswith(f"{section}.{key} = "):
+                named = _label(t, key)
+                element.props(f'error error-message="{_attribute(t("set.field_invalid_here"))}"')
+            else:
+                element.props(remove="error error-message")
+        return named
+
     def changes(self) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
         for (section, key), element in self.fields.items():
@@ -235,9 +248,18 @@ def build(app: App) -> None:
             try:
                 await app.save_settings(changes)
             except Exception as exc:  # said next to the button, the setting's name in details
+                named = [n for form in forms if (n := form.flag(t, str(exc))) is not None]
                 with error:
-                    error_panel(t, exc, retry=save, here="/settings")
+                    if named:  # the field is marked: say which, the allowed values in details
+                        ui.label(t("set.field_invalid", label=named[0])).classes(
+                            "text-sm text-red-800"
+                        ).mark("error-message")
+                        details_toggle(t, str(exc))
+                    else:
+                        error_panel(t, exc, retry=save, here="/settings")
                 return
+            for form in forms:
+                form.flag(t, "")
             refresh_spending()  # the caps may have changed
             saved = Sources(app, app.file_settings())
             for form in forms:

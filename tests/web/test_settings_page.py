@@ -49,12 +49,21 @@ async def test_invalid_setting_is_refused_with_key_value_and_what_is_allowed(
     ui_user.find(marker="settings-save").click()
     await eventually(lambda: bool(found(ui_user, "error-message")))
     (sentence,) = texts_of(ui_user, "error-message")
-    assert sentence.startswith("A setting has a value Citewise cannot use")
-    assert "budget" not in sentence  # the setting's name is a detail
+    # Which field, by the label the page shows (walked: "a setting" on a page of thirty
+    # fields left the person searching), and the field itself marked in red.
+    assert sentence.startswith("“Max tool calls” has a value Citewise cannot use")
+    assert "budget" not in sentence  # the setting's key is a detail
+    field = found(ui_user, "setting-budget.max_tool_calls")[0]
+    assert field.props.get("error") is True and field.props["error-message"]
+    assert found(ui_user, "setting-budget.max_context_tokens")[0].props.get("error") is None
     details = "\n".join(texts_of(ui_user, "error-details-text"))
     assert "budget.max_tool_calls = 500" in details and "<= 100" in details
     assert service.data.config_file.read_bytes() == before
     assert service.config.budget.max_tool_calls == 8
+    set_number(ui_user, "setting-budget.max_tool_calls", 5)
+    ui_user.find(marker="settings-save").click()
+    await eventually(lambda: service.config.budget.max_tool_calls == 5)
+    assert field.props.get("error") is None and found(ui_user, "error-message") == []
 
 
 async def test_valid_settings_are_saved_to_config_toml_and_used(
