@@ -851,10 +851,20 @@ TEXTS: dict[str, tuple[str, str]] = {
         "文档需要向量化以便检索。内置模型离线可用、无需 Key;云端接口需要单独的 Key。",
     ),
     "wiz.test_and_next": ("Test and continue", "测试并继续"),
-    "wiz.need_ok": (
-        "The test must pass before you continue (or fix the settings).",
-        "测试通过后才能继续(或修改设置)。",
+    "wiz.chat_help_session": (
+        "Answers are written by DeepSeek with your own key. Paste it and test it. This "
+        "computer has no credential store, so the key lasts until Citewise closes (Settings "
+        "says how to keep it).",
+        "回答由 DeepSeek 使用你自己的 Key 生成。粘贴并测试。此电脑没有凭据库,Key 只在 Citewise "
+        "关闭前有效(“设置”页说明了如何长期保存)。",
     ),
+    "wiz.need_ok": (
+        "The test must pass before you continue. No key yet? Continue without one: you can "
+        "add documents and look things up in them, and add the key in Settings later.",
+        "测试通过后才能继续。还没有 Key?可以先不设置 Key 继续:照样能添加文档并在其中查找,"
+        "以后再到“设置”中添加 Key。",
+    ),
+    "wiz.without_key": ("Continue without a key", "先不设置 Key,继续"),
     "wiz.documents_help": (
         "Add a few files or a folder. You can add more later on the Library page.",
         "添加几个文件或一个文件夹。之后可以在“资料库”页继续添加。",

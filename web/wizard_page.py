@@ -59,7 +59,8 @@ def build(app: App, step: str | None = None) -> None:
                     ui.button(t("wiz.next"), on_click=language_next).mark("wizard-next-language")
 
             with ui.step("chat", title=t("wiz.step.chat")):
-                ui.label(t("wiz.chat_help")).classes("text-sm")
+                stored = "wiz.chat_help" if app.keyring_available() else "wiz.chat_help_session"
+                ui.label(t(stored)).classes("text-sm").mark("wizard-chat-help")
                 chat_key = KeyField(app, t, "deepseek")
                 chat_note = ui.label().classes("text-sm text-red-700")
 
@@ -73,6 +74,10 @@ def build(app: App, step: str | None = None) -> None:
                 with ui.stepper_navigation():
                     ui.button(t("wiz.test_and_next"), on_click=chat_next).mark("wizard-next-chat")
                     ui.button(t("wiz.back"), on_click=stepper.previous).props("flat")
+                    # No key yet: the documents can still be added and looked up without one.
+                    ui.button(t("wiz.without_key"), on_click=stepper.next).props(
+                        "flat no-caps"
+                    ).mark("wizard-without-key")
 
             with ui.step("embedding", title=t("wiz.step.embedding")):
                 ui.label(t("wiz.embedding_help")).classes("text-sm")

@@ -138,3 +138,25 @@ async def test_the_conversation_address_shows_it_without_asking(
     await ui_user.should_see("Listeners run in order.")
     await ui_user.should_see(marker="trace-link")
     assert len(chat_server.requests) == 1
+
+
+async def test_without_a_key_the_wizard_goes_on_to_the_documents_and_says_how_long_a_key_lasts(
+    ui_user: User, tmp_path: Path, docs: Path, no_keys: None
+) -> None:
+    """Walked: the key step was a dead end for a learner with no DeepSeek key (only "Skip
+    setup", which skips the documents too), and on a computer with no credential store it
+    said the key is kept there."""
+    service = service_for(tmp_path / "home", ui={"language": "zh"})
+    register(service)
+    await ui_user.open("/wizard?step=chat")
+    help_text = texts_of(ui_user, "wizard-chat-help")[0]
+    assert "没有凭据库" in help_text and "保存在系统凭据库中" not in help_text
+    ui_user.find(marker="wizard-next-chat").click()
+    await ui_user.should_see("还没有 Key?可以先不设置 Key 继续", retries=30)
+    ui_user.find(marker="wizard-without-key").click()
+    ui_user.find(marker="wizard-next-embedding").click()
+    await eventually(lambda: "连接正常" in texts_of(ui_user, "wizard-embedding-message")[0])
+    ui_user.find(marker="import-path").type(str(docs))
+    ui_user.find(marker="import-button").click()
+    await eventually(lambda: import_state(ui_user) == "导入完成", timeout_s=60)
+    assert len(service.documents()) == 2
