@@ -124,20 +124,34 @@ def test_a_tool_call_runs_blas_on_one_thread_unless_the_user_chose(
 
 
 VECTORS = """
-import hashlib, sys
+import sys
+import numpy as np
 from engine.embedding.local import shared_model
-texts = [line for line in open(sys.argv[1], encoding="utf-8").read().splitlines() if line][:300]
+lines = open(sys.argv[1], encoding="utf-8").read().splitlines()
+texts = list(dict.fromkeys(line.strip() for line in lines if line.strip()))[:300]  # no ties
 model = shared_model()
-vectors = [model.encode([t]) for t in texts[:60]] + [model.encode(texts)]
-print(hashlib.sha256(b"".join(v.tobytes() for v in vectors)).hexdigest())
+queries = np.concatenate([model.encode([t]) for t in texts[:60]])
+np.savez(sys.argv[2], queries=queries, blocks=model.encode(texts))
 """
 
 
-def test_one_blas_thread_embeds_the_same_vectors_to_the_bit(tmp_path: Path) -> None:
+def test_one_blas_thread_embeds_vectors_that_rank_as_two_threads_do(tmp_path: Path) -> None:
+    """OpenBLAS sums in another order on another thread count, so the vectors may differ in the
+    last bits (about 3e-7 here, and two copies of one text in one batch differ as much); what a
+    replay compares, the order of the distinct blocks a query finds, must not change with it."""
+    import numpy as np
+
     source = REPO.parent / "shared" / "corpus" / "docs" / "nodejs-md" / "events.md"
-    digests = []
+    runs = []
     for threads in ("1", "2"):
-        done = _python(VECTORS, str(source), home=tmp_path, OPENBLAS_NUM_THREADS=threads)
+        out = tmp_path / f"vectors-{threads}.npz"
+        done = _python(VECTORS, str(source), str(out), home=tmp_path, OPENBLAS_NUM_THREADS=threads)
         assert done.returncode == 0, done.stderr
-        digests.append(done.stdout.strip())
-    assert digests[0] == digests[1] and len(digests[0]) == 64
+        with np.load(out) as z:
+            runs.append((z["queries"], z["blocks"]))
+    (q1, b1), (q2, b2) = runs
+    assert q1.shape == (60, b1.shape[1]) and b1.shape[0] == 300
+    assert np.abs(q1 - q2).max() < 1e-5 and np.abs(b1 - b2).max() < 1e-5
+    top1 = np.argsort(-(q1 @ b1.T), axis=1, kind="stable")[:, :10]
+    top2 = np.argsort(-(q2 @ b2.T), axis=1, kind="stable")[:, :10]
+    assert (top1 == top2).all()
