@@ -2,8 +2,8 @@
 recall@10 and MRR by kind for the keyword list alone, the vector list alone and hybrid search,
 on the shared gold set and the second set (tests/fixtures/gold/second.jsonl); keyword-side
 variants (jieba word segmentation added to CJK bigrams, Snowball English stems added to words,
-camelCase parts, query bigrams kept only inside jieba words), each on and off; and a grid of
-fusion settings chosen on one half and reported on the other.
+camelCase parts, query bigrams kept only inside jieba words), each on and off; a grid of fusion
+settings chosen on one half and reported on the other; and Rocchio feedback on the query vector.
 
 Halves split questions by the parity of the number their id ends with (odd = A, even = B).
 A setting is chosen on one half of both sets pooled (recall@5, then MRR, then the shipped
@@ -39,7 +39,7 @@ from bench.runner import CORPUS, REPO, Report
 from engine.embedding import LocalEmbedding
 from engine.evaluation.gold import GoldItem, load_gold, normalize
 from engine.tools import retrieval
-from engine.tools.retrieval import DEFAULT_FUSION, Fusion, Mode, search
+from engine.tools.retrieval import DEFAULT_FUSION, Fusion, Mode, SearchOutcome, search
 from index import bm25
 from index.bm25 import Bm25Index, write_bm25
 from index.records import RetrievalParams
@@ -265,8 +265,18 @@ def _key(q: Question) -> str:
 Ranks = dict[str, tuple[int | None, int | None]]  # question id -> (rank in top 5, in top 10)
 
 
+Searcher = Callable[
+    [Snapshot, str, npt.NDArray[np.float32], None, RetrievalParams, Mode, Fusion], SearchOutcome
+]
+
+
 def ranks(
-    snapshot: Snapshot, qs: Sequence[Question], mode: Mode, params: RetrievalParams, fusion: Fusion
+    snapshot: Snapshot,
+    qs: Sequence[Question],
+    mode: Mode,
+    params: RetrievalParams,
+    fusion: Fusion,
+    searcher: Searcher = search,
 ) -> Ranks:
     out: Ranks = {}
     folded: dict[int, str] = {}
@@ -274,7 +284,7 @@ def ranks(
         found: list[int | None] = []
         for k in (5, 10):
             at_k = msgspec.structs.replace(params, top_k=k)
-            ordinals = search(snapshot, q.item.question, q.vector, None, at_k, mode, fusion)
+            ordinals = searcher(snapshot, q.item.question, q.vector, None, at_k, mode, fusion)
             rank = None
             for r, ordinal in enumerate(ordinals.ordinals, start=1):
                 text = folded.get(ordinal)
@@ -323,6 +333,60 @@ def _choose(
 
     best = max(results, key=key)
     return best, rates(qs, results[best])
+
+
+# -- vector-side pseudo-relevance feedback ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """Rocchio feedback on the query vector: search once, then again with
+    normalize(q + weight * mean of the first `blocks` results' best-matching part vectors)."""
+
+    blocks: int
+    weight: float
+
+
+FEEDBACK = tuple(Feedback(m, w) for m in (2, 3) for w in (0.3, 0.5))
+
+
+def with_feedback(feedback: Feedback) -> Searcher:
+    """A searcher that applies `feedback` (a query with no vector candidate gets none: its
+    no_match stays)."""
+    parts: dict[int, tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]] = {}
+
+    def best_part(snapshot: Snapshot, ordinal: int, query: npt.NDArray[np.float32]) -> Any:
+        doc = snapshot.block(ordinal).doc
+        info = snapshot.documents[doc]
+        if doc not in parts:
+            counts = snapshot.doc_part_counts(doc)
+            if counts is None:
+                counts = np.ones(info.block_count, dtype=np.int64)
+            parts[doc] = (snapshot.doc_vectors(doc), np.concatenate([[0], np.cumsum(counts)]))
+        vectors, starts = parts[doc]
+        i = ordinal - info.block_start
+        mine = vectors[starts[i] : starts[i + 1]]
+        return mine[int(np.argmax(mine @ query))]
+
+    def searcher(
+        snapshot: Snapshot,
+        query: str,
+        vector: npt.NDArray[np.float32],
+        docs: None,
+        params: RetrievalParams,
+        mode: Mode,
+        fusion: Fusion,
+    ) -> SearchOutcome:
+        first = search(snapshot, query, vector, docs, params, mode, fusion)
+        top = first.ordinals[: feedback.blocks]
+        if mode == "keyword" or not top or first.trace.vector_candidates == 0:
+            return first
+        centroid = np.mean([best_part(snapshot, o, vector) for o in top], axis=0)
+        moved = vector + feedback.weight * centroid
+        moved = (moved / np.linalg.norm(moved)).astype(np.float32)
+        return search(snapshot, query, moved, docs, params, mode, fusion)
+
+    return searcher
 
 
 # -- the run ----------------------------------------------------------------------------------
@@ -445,7 +509,40 @@ def measure(snapshot: Snapshot, report: Report) -> dict[str, Any]:
     }
     out["fusion"] = fusion_out
 
-    # 3. The shipped ranking by kind: each list alone and hybrid.
+    # 3. Rocchio feedback on the query vector, each list it changes and hybrid, chosen on one
+    # half and reported on the other (None: no feedback, the shipped search).
+    feedback_out: dict[str, Any] = {}
+    for mode in ("vector", "hybrid"):
+        by_setting: dict[Feedback | None, Ranks] = {
+            None: vector_ranks if mode == "vector" else variant_ranks[VARIANTS[0].name, mode]
+        }
+        for setting in FEEDBACK:
+            by_setting[setting] = ranks(
+                snapshot, qs, mode, params, DEFAULT_FUSION, with_feedback(setting)
+            )
+        for chosen_on, reported_on in (("A", "B"), ("B", "A")):
+            best, _ = _choose(halves[chosen_on], by_setting, None)
+            feedback_out[f"{mode}: chosen on {chosen_on}"] = {
+                "chosen": None if best is None else [best.blocks, best.weight],
+                "held-out": {
+                    s: rates([q for q in halves[reported_on] if q.set == s], by_setting[best])
+                    for s in SETS
+                },
+                "held-out, shipped": {
+                    s: rates([q for q in halves[reported_on] if q.set == s], by_setting[None])
+                    for s in SETS
+                },
+            }
+        for fb, found in by_setting.items():
+            name = "none" if fb is None else f"m={fb.blocks} b={fb.weight}"
+            feedback_out[f"{mode}: {name}, by half"] = {
+                f"{s} {h}": rates([q for q in halves[h] if q.set == s], found)
+                for s in SETS
+                for h in halves
+            }
+    out["vector_feedback"] = feedback_out
+
+    # 4. The shipped ranking by kind: each list alone and hybrid.
     shipped = {
         "keyword": variant_ranks[VARIANTS[0].name, "keyword"],
         "vector": vector_ranks,

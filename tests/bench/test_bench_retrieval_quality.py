@@ -1,20 +1,29 @@
 """bench retrieval_quality's keyword-side variants do what they are named for, each on and off:
 Snowball stems let "listening" find "listeners", jieba adds whole words beside the bigrams, the
 old term filter keeps a query of function words alone, and query bigrams across a jieba word
-boundary are dropped; the halves split by id parity."""
+boundary are dropped; Rocchio feedback moves the query vector toward its first result and leaves
+a no_match alone; the halves split by id parity."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import numpy as np
 import pytest
 
-from bench.bench_retrieval_quality import VARIANTS, Question, keyword_variant
+from bench.bench_retrieval_quality import (
+    VARIANTS,
+    Feedback,
+    Question,
+    keyword_variant,
+    with_feedback,
+)
+from engine.embedding import LocalEmbedding
 from engine.evaluation.gold import GoldItem
 from engine.tools import default_retrieval_params
-from engine.tools.retrieval import search
+from engine.tools.retrieval import DEFAULT_FUSION, search
 from index.snapshot import Snapshot
 from tests.engine.tools.snapshots import document, record, section, write_snapshot
 
@@ -88,3 +97,32 @@ def test_halves_split_by_the_parity_of_the_id_number() -> None:
         "A",
         "B",
     ]
+
+
+def test_vector_feedback_moves_the_query_toward_its_first_result_and_keeps_no_match(
+    tmp_path: Path,
+) -> None:
+    embedder = LocalEmbedding()
+    manual = document(
+        "Manual",
+        section("Halting", 1, "To power off the machine from a terminal, run shutdown -h now."),
+        section("Printing", 1, "CUPS manages printers; lpstat lists the queues."),
+        section("Sound", 1, "PulseAudio mixes the sound of several programs."),
+    )
+    path = write_snapshot(tmp_path / "snap", [record(manual, "m.md")], embedder)
+    params = default_retrieval_params()
+    feedback = with_feedback(Feedback(blocks=1, weight=0.5))
+    query = "How do I turn the computer off from a terminal?"
+    vector = np.asarray(anyio.run(embedder.embed, [query]).vectors[0], dtype=np.float32)
+    with Snapshot.open(path) as snap:
+        plain = search(snap, query, vector, None, params, "vector")
+        moved = feedback(snap, query, vector, None, params, "vector", DEFAULT_FUSION)
+        assert plain.ordinals[0] == moved.ordinals[0]
+        before, after = plain.trace.ranking[0].similarity, moved.trace.ranking[0].similarity
+        assert before is not None and after is not None and after > before
+        # A query with no vector candidate gets no feedback: it stays no_match.
+        nothing = anyio.run(embedder.embed, ["？？？"]).vectors[0]
+        empty = feedback(
+            snap, "？？？", np.asarray(nothing, np.float32), None, params, "vector", DEFAULT_FUSION
+        )
+        assert empty.ordinals == () and empty.trace.vector_candidates == 0
