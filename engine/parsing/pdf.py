@@ -119,28 +119,39 @@ def _close_up(m: re.Match[str]) -> str:
 def _line_text_style(spans: list[dict[str, Any]]) -> tuple[str, float, bool, bool]:
     """The raw text of a line of several spans and its (size, bold, mono), each by the share
     of characters: the size most are set in (on a tie, the first seen), bold when 80% are,
-    mono when 60% are."""
-    texts: list[str] = []
+    mono when 60% are.
+
+    Half the lines of several spans have one style throughout (their spans differ in colour or
+    position only): those take one look-up; the others weigh each distinct style once."""
+    texts = [s["text"] for s in spans]
+    keys = list(map(_span_style, spans))
+    first = keys[0]
+    if keys.count(first) == len(keys):
+        text = "".join(texts)
+        if not text:
+            return "", 0.0, False, False
+        size, is_bold, is_mono = _styles.get(first) or _style(*first)
+        return text, size, is_bold, is_mono
+    parts: list[str] = []
+    weights: dict[tuple[str, int, float], int] = {}  # style key -> characters, first seen first
+    for span_text, key in zip(texts, keys, strict=True):
+        if span_text:
+            parts.append(span_text)
+            weights[key] = weights.get(key, 0) + (len(span_text.strip()) or 1)
+    if not parts:
+        return "", 0.0, False, False
     sizes: dict[float, int] = {}
     bold = mono = total = 0
-    for s in spans:
-        span_text: str = s["text"]
-        if not span_text:
-            continue
-        texts.append(span_text)
-        weight = len(span_text.strip()) or 1
-        total += weight
-        key = _span_style(s)
+    for key, weight in weights.items():
         size, is_bold, is_mono = _styles.get(key) or _style(*key)
         sizes[size] = sizes.get(size, 0) + weight
+        total += weight
         if is_bold:
             bold += weight
         if is_mono:
             mono += weight
-    if not texts:
-        return "", 0.0, False, False
     size = next(iter(sizes)) if len(sizes) == 1 else max(sizes.items(), key=_second)[0]
-    return "".join(texts), size, bold >= 0.8 * total, mono >= 0.6 * total
+    return "".join(parts), size, bold >= 0.8 * total, mono >= 0.6 * total
 
 
 def _second(item: tuple[float, int]) -> int:

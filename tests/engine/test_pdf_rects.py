@@ -134,3 +134,30 @@ def test_chinese_blocks_are_found_in_their_rects(name: str) -> None:
         text, have = _alnum(block.text), _alnum(found)
         # every character of the block is printed inside its rects (order may differ)
         assert sum(1 for ch in text if ch not in have) <= 0.02 * len(text), block.block_index
+
+
+def _span(text: str, font: str = "Times-Roman", size: float = 10.0, flags: int = 0) -> dict:
+    return {"text": text, "font": font, "size": size, "flags": flags}
+
+
+def test_a_line_of_several_spans_takes_the_style_most_of_its_characters_are_set_in() -> None:
+    from engine.parsing.pdf import _line_text_style
+
+    # One style throughout (spans that differ in colour or position only).
+    one_style = [_span("Hello "), _span("world")]
+    assert _line_text_style(one_style) == ("Hello world", 10.0, False, False)
+    # The size most characters have; bold only when 80% are; empty spans weigh nothing.
+    mixed = [
+        _span("Chapter", "Times-Bold", 14.0),
+        _span(""),
+        _span(" one two three", "Times-Roman", 10.0),
+    ]
+    assert _line_text_style(mixed) == ("Chapter one two three", 10.0, False, False)
+    mostly_bold = [_span("Important words here", "Arial-Bold", 12.0), _span(" ok", size=12.0)]
+    assert _line_text_style(mostly_bold) == ("Important words here ok", 12.0, True, False)
+    # A tie in size goes to the size seen first; mono when 60% are.
+    tie = [_span("abcd", "Courier", 9.0), _span("efgh", size=11.0)]
+    assert _line_text_style(tie) == ("abcdefgh", 9.0, False, False)
+    code = [_span("print(x)", "Courier", 9.0), _span(" # a", size=9.0)]
+    assert _line_text_style(code) == ("print(x) # a", 9.0, False, True)
+    assert _line_text_style([_span(""), _span("", size=12.0)]) == ("", 0.0, False, False)
