@@ -23,6 +23,9 @@ from web.shell import show_error
 POLL_S = 0.4
 DOCUMENTS_SHOWN = 40
 MAX_UPLOAD_BYTES = 512 << 20
+# The upload box's header names its total size and progress ("0.0B / 0.00%" before any file
+# is chosen, which reads as a failed transfer); each file's own line shows its progress.
+_UPLOAD_STYLE = ".cw-upload .q-uploader__subtitle { display: none; }"
 
 
 ALMOST_DONE_S = 3.0  # less time left than this is "almost done", not a count of seconds
@@ -151,6 +154,7 @@ class ImportPanel:
         self._shown_failures: tuple[int, int] = (0, 0)  # (id of the progress, failures shown)
         with ui.card().classes("w-full").mark("import-panel"):
             ui.label(t("lib.import")).classes("text-base font-semibold")
+            ui.add_css(_UPLOAD_STYLE)
             ui.upload(
                 label=t("lib.upload"),
                 multiple=True,
@@ -158,7 +162,7 @@ class ImportPanel:
                 max_file_size=MAX_UPLOAD_BYTES,
                 on_multi_upload=self._uploaded,
             ).props("accept=.pdf,.epub,.docx,.md,.markdown,.txt,.html,.htm,.xhtml").classes(
-                "w-full"
+                "w-full cw-upload"
             ).mark("upload")
             with ui.row().classes("w-full items-center no-wrap"):
                 self.path = (
