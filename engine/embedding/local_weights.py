@@ -44,9 +44,7 @@ def cache_file(cache_dir: Path) -> Path:
     """Where the uncompressed copy of this install's weights lives in `cache_dir`."""
     stat = shipped_weights().stat()
     version = metadata.version(_DISTRIBUTION)
-    return (
-        cache_dir / f"{_PREFIX}{version}-{stat.st_size}-{stat.st_mtime_ns}-{CACHE_FORMAT}.npz"
-    )
+    return cache_dir / f"{_PREFIX}{version}-{stat.st_size}-{stat.st_mtime_ns}-{CACHE_FORMAT}.npz"
 
 
 def load_backend(tokenizer: Any, threads: int, cache_dir: Path | None) -> Any:

@@ -312,7 +312,8 @@ async def test_direct_tools_say_what_to_type_and_why_nothing_came_in_the_ui_lang
 ) -> None:
     """A blank field asks for the words; an empty result and a refused look-up are sentences
     in Chinese, the tool's own code and English message only under details (they were shown
-    raw: "工具拒绝:invalid_argument:scan_term: `term` must not be blank …", "没有结果(no_match)")."""
+    raw: "工具拒绝:invalid_argument:scan_term: `term` must not be blank …",
+    "没有结果(no_match)")."""
     service = service_for(home_copy, ui={"language": "zh"})
     register(service)
     await ui_user.open("/library")
