@@ -121,8 +121,9 @@ def _line_text_style(spans: list[dict[str, Any]]) -> tuple[str, float, bool, boo
     of characters: the size most are set in (on a tie, the first seen), bold when 80% are,
     mono when 60% are.
 
-    Half the lines of several spans have one style throughout (their spans differ in colour or
-    position only): those take one look-up; the others weigh each distinct style once."""
+    A third to a half of the lines of several spans have one style throughout (their spans
+    differ in colour or position only): those take one look-up; the others weigh each distinct
+    style once."""
     texts = [s["text"] for s in spans]
     keys = list(map(_span_style, spans))
     first = keys[0]
@@ -132,13 +133,11 @@ def _line_text_style(spans: list[dict[str, Any]]) -> tuple[str, float, bool, boo
             return "", 0.0, False, False
         size, is_bold, is_mono = _styles.get(first) or _style(*first)
         return text, size, is_bold, is_mono
-    parts: list[str] = []
     weights: dict[tuple[str, int, float], int] = {}  # style key -> characters, first seen first
     for span_text, key in zip(texts, keys, strict=True):
-        if span_text:
-            parts.append(span_text)
+        if span_text:  # an empty span weighs nothing and sets no style
             weights[key] = weights.get(key, 0) + (len(span_text.strip()) or 1)
-    if not parts:
+    if not weights:
         return "", 0.0, False, False
     sizes: dict[float, int] = {}
     bold = mono = total = 0
@@ -151,7 +150,7 @@ def _line_text_style(spans: list[dict[str, Any]]) -> tuple[str, float, bool, boo
         if is_mono:
             mono += weight
     size = next(iter(sizes)) if len(sizes) == 1 else max(sizes.items(), key=_second)[0]
-    return "".join(parts), size, bold >= 0.8 * total, mono >= 0.6 * total
+    return "".join(texts), size, bold >= 0.8 * total, mono >= 0.6 * total
 
 
 def _second(item: tuple[float, int]) -> int:
