@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -25,7 +26,7 @@ from engine.harness import (
     RequestFinished,
     RequestStarted,
 )
-from tests.corpus import make_app
+from tests.corpus import make_app, run_import
 from tests.servers.chat_server import ChatServer, Delay, Reply, ReplyFunction, Text
 
 pytestmark = pytest.mark.anyio
@@ -40,15 +41,28 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-@pytest.fixture
-async def app(tmp_path: Path) -> AsyncIterator[App]:
-    docs = tmp_path / "docs"
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data directory holding EVENTS, imported once: each test runs on its own copy (an
+    import in a test's own event loop would start parse workers for that loop alone)."""
+    root = tmp_path_factory.mktemp("runner")
+    docs = root / "docs"
     docs.mkdir()
     (docs / "events.md").write_text(EVENTS, encoding="utf-8")
-    app = make_app(tmp_path / "home")
+    assert run_import(make_app(root / "home"), [docs]).status == "ready"
+    return root / "home"
+
+
+def _home(imported: Path, tmp_path: Path) -> Path:
+    home = tmp_path / "home"
+    shutil.copytree(imported, home)
+    return home
+
+
+@pytest.fixture
+async def app(imported: Path, tmp_path: Path) -> AsyncIterator[App]:
+    app = make_app(_home(imported, tmp_path))
     try:
-        result = await app.import_paths([docs])
-        assert result.status == "ready"
         yield app
     finally:
         await app.aclose()
@@ -248,16 +262,12 @@ async def test_an_unknown_conversation_is_refused(app: App, chat: ChatClient) ->
 # -- App.ask: questions on the app's harness runner -----------------------------------------------
 @pytest.fixture
 async def served_app(
-    tmp_path: Path, chat_server: ChatServer, monkeypatch: pytest.MonkeyPatch
+    imported: Path, tmp_path: Path, chat_server: ChatServer, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[App]:
     """A running App with one document whose chat client talks to the scripted server."""
     monkeypatch.setenv("CITEWISE_DEEPSEEK_API_KEY", "k")
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "events.md").write_text(EVENTS, encoding="utf-8")
-    app = make_app(tmp_path / "home", chat={"base_url": chat_server.url})
+    app = make_app(_home(imported, tmp_path), chat={"base_url": chat_server.url})
     async with app.running():
-        assert (await app.import_paths([docs])).status == "ready"
         yield app
 
 
