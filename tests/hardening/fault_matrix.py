@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -178,6 +179,17 @@ def write_docs(folder: Path, docs: dict[str, str]) -> Path:
     for name, text in docs.items():
         (folder / name).write_text(text, encoding="utf-8")
     return folder
+
+
+def embedded_library(root: Path, server: es.EmbeddingServer) -> Path:
+    """A data directory with BASE_DOC imported through the embedding server, as query_case
+    imports it (each case then starts from a copy). Needs EMBEDDING_KEY in the environment."""
+    home = root / "home"
+    result = run_import(
+        embedding_app(home, server), [write_docs(root / "docs", {"rivers.md": BASE_DOC})]
+    )
+    assert result.status == "ready", result
+    return home
 
 
 def build_library(root: Path) -> Path:
@@ -410,15 +422,20 @@ async def query_case(
     fault: Fault,
     *,
     persistent: bool,
+    base: Path | None = None,
 ) -> Verdict:
-    """rivers.md is imported through the embedding server; then a question's search_blocks
-    meets `fault` while embedding the query. Needs both canary keys in the environment."""
+    """rivers.md is imported through the embedding server (or `base`, a data directory of
+    `embedded_library`, is copied); then a question's search_blocks meets `fault` while
+    embedding the query. Needs both canary keys in the environment."""
     home = root / "home"
+    if base is not None:
+        shutil.copytree(base, home)
     app = embedding_app(home, server, chat.url)
     chat.api_key = CHAT_KEY
     try:
-        first = await app.import_paths([write_docs(root / "base", {"rivers.md": BASE_DOC})])
-        assert first.status == "ready", first
+        if base is None:
+            first = await app.import_paths([write_docs(root / "base", {"rivers.md": BASE_DOC})])
+            assert first.status == "ready", first
         before = len(server.requests)
         faulted = [fault.make()]
         if persistent or not fault.retryable:

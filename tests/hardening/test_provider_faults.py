@@ -10,6 +10,7 @@ appears that the model did not give from returned evidence. bench_faults runs th
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ from tests.hardening.fault_matrix import (
     Fault,
     build_library,
     chat_case,
+    embedded_library,
     import_case,
     query_case,
 )
@@ -45,6 +47,19 @@ def canary_keys(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(scope="module")
 def library(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_library(tmp_path_factory.mktemp("faults-library"))
+
+
+@pytest.fixture(scope="module")
+def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """rivers.md imported through an embedding server once: each query case copies it (an
+    import in the case's own event loop would start parse workers for that loop alone)."""
+    server = EmbeddingServer().start()
+    try:
+        with pytest.MonkeyPatch.context() as env:
+            env.setenv("CITEWISE_EMBEDDING_API_KEY", EMBEDDING_KEY)
+            yield embedded_library(tmp_path_factory.mktemp("faults-embedded"), server)
+    finally:
+        server.stop()
 
 
 def _cases(faults: tuple[Fault, ...]) -> list[object]:
@@ -83,12 +98,13 @@ async def test_an_embedding_fault_fails_the_document_whole_with_stage_and_reason
 async def test_a_query_embedding_fault_is_upstream_unavailable_never_a_silent_fallback(
     fault: Fault,
     persistent: bool,
+    embedded: Path,
     tmp_path: Path,
     embedding_server: EmbeddingServer,
     chat_server: ChatServer,
 ) -> None:
     verdict = await query_case(
-        tmp_path, embedding_server, chat_server, fault, persistent=persistent
+        tmp_path, embedding_server, chat_server, fault, persistent=persistent, base=embedded
     )
     assert verdict.problems == [], verdict
     if persistent or not fault.retryable:
