@@ -191,7 +191,7 @@ def _finish(parsed: ParsedDocument, chunking: Chunking, parse_seconds: float) ->
 
 
 def _plan(path: Path, limits: ParseLimits) -> PdfPlan | None:
-    preload()  # this worker will chunk: its tokenizer loads while it reads pages
+    preload(keep_merges=False)  # this worker will chunk: its tokenizer loads while it reads
     return plan_parallel_parse(path, limits)
 
 
@@ -215,6 +215,7 @@ def _assemble(
 def _warm(hold_s: float) -> None:
     """Load what the work needs (importing this module loaded the parsers), then keep the
     process a moment so that warm-up calls made together land in different processes."""
+    preload(keep_merges=False)  # chunking counts with the tokenizer itself, not the merges
     TokenCounter().count("warm")
     time.sleep(hold_s)
 

@@ -196,19 +196,23 @@ def _merges_cache(source: Path) -> Path:
     return folder / name
 
 
-def preload() -> None:
+def preload(*, keep_merges: bool = True) -> None:
     """Start loading the tokenizer in a background thread, unless it is loaded or loading.
 
-    Loading takes a few tenths of a second and releases the GIL, so the importer overlaps
-    it with the parse workers' first document; the first count waits for it (on the lock).
-    The thread then keeps the merges in the data directory if it has none yet, so the first
-    one-off command after an import does not read the tokenizer.json for them.
+    Loading takes a few tenths of a second and releases the GIL, so a parse worker overlaps
+    it with reading its first document's pages; the first count waits for it (on the lock).
+    With `keep_merges` the thread then keeps the merges in the data directory if it has none
+    yet, so a one-off command does not read the tokenizer.json for them. Parse workers do not:
+    building them holds the GIL for half a second, taken from the pages they read (the first
+    one-off command on a new data directory keeps them itself).
     """
     global _preloading
     with _preload_lock:
         if _loaded is None and _preloading is None:
             _preloading = threading.Thread(
-                target=_load_and_keep_merges, name="tokenizer-preload", daemon=True
+                target=_load_and_keep_merges if keep_merges else _load,
+                name="tokenizer-preload",
+                daemon=True,
             )
             _preloading.start()
 
