@@ -753,11 +753,9 @@ class App(TraceMethods):
 
         if self._tasks is None:
             raise RuntimeError("ask needs a running app (App.open or app.running())")
-        # A question counts its prompt and every tool result: with the tokenizer itself, which
-        # loads in the background meanwhile. Nothing else in this process needs it: an import
-        # counts in its parse workers (which also keep the merges for one-off commands), so a
-        # one-off `citewise import` no longer loads it (0.4 s of CPU, and 0.45 s more on a new
-        # data directory, both taken from the start of the import on a busy machine).
+        # A question counts its prompt and every tool result, with the tokenizer itself,
+        # loaded in the background meanwhile. An import counts in its parse workers only, so
+        # a one-off `citewise import` never loads it in this process.
         preload()
         run = AskRun(self, question, conversation_id, self.resolve_collection(collection))
         self._tasks.start_soon(run.run, name="citewise-question")

@@ -18,7 +18,6 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ "$(cat "$stamp")" !
 fi
 # Byte-compile the project's own modules (pip compiles only what it installs). Every `citewise`
 # command and parse worker imports a few hundred of them; with PYTHONDONTWRITEBYTECODE set, as on
-# some CI machines, each process would otherwise compile them from source again (about a
-# tenth of a second per process; the test suite starts well over a thousand). Quick when
-# nothing changed: compileall skips modules whose cache is current.
+# this CI machine, each process would otherwise compile them from source again (0.15 s of a CLI
+# import's start). Quick when nothing changed: compileall skips modules whose cache is current.
 .venv/bin/python -m compileall -q -j 0 actors bench cli engine index packaging scripts tests web >/dev/null

@@ -42,7 +42,7 @@ mupdf: Any = pymupdf
 # a first import. These tests are about the viewer, and their documents hold the same few
 # blocks, so each import starts from what the earlier ones embedded and built.
 _SHARED: dict[str, Path] = {}
-_SHARED_FILES = ("embeddings.sqlite", "usem3-*", "deepseek-merges-*")
+_SHARED_FILES = ("embeddings.sqlite", "usem3-*")
 
 
 @pytest.fixture(autouse=True, scope="module")
