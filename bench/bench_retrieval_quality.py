@@ -3,7 +3,8 @@ recall@10 and MRR by kind for the keyword list alone, the vector list alone and 
 on the shared gold set and the second set (tests/fixtures/gold/second.jsonl); keyword-side
 variants (jieba word segmentation added to CJK bigrams, Snowball English stems added to words,
 camelCase parts, query bigrams kept only inside jieba words), each on and off; a grid of fusion
-settings chosen on one half and reported on the other; and Rocchio feedback on the query vector.
+settings chosen on one half and reported on the other; the weight of a block's section in the
+vector list (sentence windows), chosen the same way; and Rocchio feedback on the query vector.
 
 Halves split questions by the parity of the number their id ends with (odd = A, even = B).
 A setting is chosen on one half of both sets pooled (recall@5, then MRR, then the shipped
@@ -396,6 +397,7 @@ RRF_KS = (10, 30, 60)
 KEYWORD_WEIGHTS = (0.5, 1.0, 1.5)  # the vector list's weight stays 1
 CROSS_LINGUAL_WEIGHTS = (1.0, 2.0, 3.0)  # Fusion.cross_lingual_vector_weight
 GRID_NAMES = ("depth_per_result", "rrf_k", "keyword_weight", "cross_lingual_vector_weight")
+SECTION_WEIGHTS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.3)  # Fusion.section_context_weight
 
 
 def measure(snapshot: Snapshot, report: Report) -> dict[str, Any]:
@@ -508,6 +510,45 @@ def measure(snapshot: Snapshot, report: Report) -> dict[str, Any]:
         for s in SETS
     }
     out["fusion"] = fusion_out
+
+    # 2b. The weight of a block's section in the vector list, the rest shipped: the vector list
+    # alone and hybrid, chosen on one half and reported on the other, and every weight by half.
+    section_out: dict[str, Any] = {"default": DEFAULT_FUSION.section_context_weight}
+    for mode in ("vector", "hybrid"):
+        by_weight = {
+            w: ranks(
+                snapshot,
+                qs,
+                mode,
+                params,
+                msgspec.structs.replace(DEFAULT_FUSION, section_context_weight=w),
+            )
+            for w in SECTION_WEIGHTS
+        }
+        for chosen_on, reported_on in (("A", "B"), ("B", "A")):
+            best, _ = _choose(halves[chosen_on], by_weight, DEFAULT_FUSION.section_context_weight)
+            section_out[f"{mode}: chosen on {chosen_on}"] = {
+                "chosen": best,
+                "held-out": {
+                    s: rates([q for q in halves[reported_on] if q.set == s], by_weight[best])
+                    for s in SETS
+                },
+            }
+        rows = []
+        for w, found in by_weight.items():
+            by_half = {
+                f"{s} {h}": rates([q for q in halves[h] if q.set == s], found)
+                for s in SETS
+                for h in halves
+            }
+            section_out[f"{mode}: {w}, by half"] = by_half
+            rows.append([w, *[by_half[f"{s} {h}"]["recall@5"] for s in SETS for h in halves]])
+        report.table(
+            f"section weight, {mode} recall@5 by half",
+            ["weight", *[f"{s} {h}" for s in SETS for h in halves]],
+            rows,
+        )
+    out["section_context"] = section_out
 
     # 3. Rocchio feedback on the query vector, each list it changes and hybrid, chosen on one
     # half and reported on the other (None: no feedback, the shipped search).

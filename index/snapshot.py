@@ -806,6 +806,16 @@ class Snapshot:
             raise SnapshotError(f"{self.path}: snapshot has no vectors")
         return self._vectors.search(query, k, store.ranges(docs))
 
+    def lead_vectors(self, ordinals: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
+        """[len(ordinals), dim] float32: the first stored vector of each block (with sentence
+        windows and `with_block`, the vector of the whole block)."""
+        store = self._store()
+        if self._vectors is None:
+            raise SnapshotError(f"{self.path}: snapshot has no vectors")
+        if len(ordinals) and (int(ordinals.min()) < 0 or int(ordinals.max()) >= store.n_blocks):
+            raise IndexError("block ordinal out of range")
+        return self._vectors.lead_rows(ordinals)
+
     def doc_part_counts(self, doc: int) -> npt.NDArray[np.int64] | None:
         """How many vectors each block of document `doc` has, in block order; None when the
         snapshot keeps one vector per block."""

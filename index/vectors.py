@@ -287,6 +287,12 @@ class VectorIndex:
         """A float32 copy of the stored vectors of block ordinals [start, end) (every part)."""
         return self._matrix[self._row_start[start] : self._row_start[end]].astype(np.float32)
 
+    def lead_rows(self, ordinals: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
+        """A float32 copy of the first stored vector of each block in `ordinals`: the block's
+        only vector, or with several per block the first part (the whole block, when the
+        layout embeds it, see VectorLayout.with_block)."""
+        return self._matrix[self._row_start[ordinals]].astype(np.float32)
+
     def part_counts(self, start: int, end: int) -> npt.NDArray[np.int64]:
         """How many vectors each block of ordinals [start, end) has."""
         return np.diff(self._row_start[start : end + 1])

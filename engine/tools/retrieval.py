@@ -23,7 +23,13 @@ tests/engine/tools/test_retrieval_quality.py), never tuned per question:
   while same-language blocks that match a few keyword bigrams would otherwise crowd it out
   (built-in multilingual model only: another provider's cross-language alignment is unknown).
   Chosen on held-apart halves of both question sets: x2 ties or wins on every half, x3 costs
-  same-language questions (bench/bench_retrieval_quality.py prints the grid).
+  same-language questions (bench/bench_retrieval_quality.py prints the grid);
+- with sentence-window vectors, a block's place in the vector list also counts how close the
+  query comes to its section as a whole (the mean of the section's whole-block vectors): one
+  sentence alone has lost the context its section gives it, so of two equally close sentences
+  the one in the section about the question's topic ranks first. Its similarity alone still
+  decides whether it clears the floor. Weights 0.075 to 0.15 tie or win on every half of both
+  sets, 0.2 costs the shared set's half A (bench/bench_retrieval_quality.py prints the grid).
 """
 
 from __future__ import annotations
@@ -51,14 +57,19 @@ from index.textnorm import fold, query_tokens, tokenize
 # 2: keyword candidates need an informative query term; vector candidates under the snapshot's
 # calibrated similarity floor are dropped.
 # 3: the vector list counts twice for a block whose document's language is not the query's.
-RETRIEVAL_VERSION = "citewise-hybrid-3"
+# 4: with sentence-window vectors, the vector list ranks by similarity plus
+# SECTION_CONTEXT_WEIGHT x the similarity to the block's section.
+RETRIEVAL_VERSION = "citewise-hybrid-4"
 
 Mode = Literal["hybrid", "keyword", "vector"]
 _Ints = npt.NDArray[np.int64]
 _Floats = npt.NDArray[np.float64]
+_Floats32 = npt.NDArray[np.float32]
 
 # The vector list's weight for a block of another language than the query (see above).
 CROSS_LINGUAL_VECTOR_WEIGHT = 2.0
+# The weight of a block's section in its vector-list score, sentence-window layouts only.
+SECTION_CONTEXT_WEIGHT = 0.15
 # Each list contributes its first LIST_DEPTH_PER_RESULT * top_k blocks (at least
 # MIN_LIST_DEPTH) to the fusion; deeper ranks are topical neighbours, not answers.
 LIST_DEPTH_PER_RESULT = 4
@@ -97,12 +108,15 @@ class Fusion(msgspec.Struct, frozen=True, kw_only=True):
     `cross_lingual_vector_weight` multiplies the vector list's weight for a block whose
     document is in another language than the query (Chinese script against an English
     document or the reverse): there the keyword list can hardly match, so only the vectors
-    speak for that block. `keep_heads` is the "each list's first block" rule."""
+    speak for that block. `keep_heads` is the "each list's first block" rule.
+    `section_context_weight` is how much the similarity to a block's section adds to its
+    vector-list score (sentence-window layouts with whole-block vectors only)."""
 
     depth_per_result: int = LIST_DEPTH_PER_RESULT
     keyword_weight: float = 1.0
     vector_weight: float = 1.0
     cross_lingual_vector_weight: float = CROSS_LINGUAL_VECTOR_WEIGHT
+    section_context_weight: float = SECTION_CONTEXT_WEIGHT
     keep_heads: bool = True
     # "rrf": weight / (rrf_k + rank); "scores": each list's scores scaled to [0, 1] within the
     # list (BM25 over its best, similarity above the floor over the best's), times the weight.
@@ -124,6 +138,9 @@ class RankedBlock(msgspec.Struct, frozen=True, kw_only=True):
     similarity: float | None  # cosine similarity of the query and block vectors
     navigational: bool
     kept_as_list_head: bool  # placed by the "each list's first block" rule
+    # cosine similarity of the query and the block's section (the mean of its whole-block
+    # vectors), when it counted in the vector list's order
+    section_similarity: float | None = None
 
 
 class SearchTrace(msgspec.Struct, frozen=True, kw_only=True):
@@ -204,6 +221,19 @@ def _aligned_across_languages(snapshot: Snapshot) -> bool:
     return spec is not None and spec.provider == "local"
 
 
+def _section_context_applies(snapshot: Snapshot, fusion: Fusion) -> bool:
+    """Whether the vector list weighs each block's section: only where the vectors are
+    sentence windows with a whole-block vector per block to form the section from (one
+    vector per block already holds the block's context)."""
+    layout = snapshot.manifest.vector_layout
+    return (
+        fusion.section_context_weight != 0.0
+        and layout is not None
+        and layout.granularity == "sentence"
+        and layout.with_block
+    )
+
+
 def search(
     snapshot: Snapshot,
     query: str,
@@ -243,9 +273,19 @@ def search(
         # shared corpus, above its floor).
         vector = [(o, s) for o, s in found if s >= floor] if carries_content(query) else []
         read = tuple((snapshot.block(o).citation, s) for o, s in found[:VECTOR_READ_SHOWN])
+    # The vector list's order: similarity, plus the block's section's when that counts.
+    section: dict[int, float] = {}
+    vector_order = vector
+    if vector and _section_context_applies(snapshot, fusion):
+        assert query_vector is not None
+        ordinals_in = np.asarray([o for o, _ in vector], dtype=np.int64)
+        closeness = aux.section_similarity(snapshot, ordinals_in, query_vector)
+        section = {o: float(c) for o, c in zip(ordinals_in.tolist(), closeness, strict=True)}
+        weight = fusion.section_context_weight
+        vector_order = [(o, s + weight * section[o]) for o, s in vector]
 
     keyword_scored = aux.head_scored(snapshot, keyword, depth)
-    vector_scored = aux.head_scored(snapshot, vector, depth)
+    vector_scored = aux.head_scored(snapshot, vector_order, depth)
     keyword_list = [o for o, _ in keyword_scored]
     vector_list = [o for o, _ in vector_scored]
     scaled = (
@@ -310,6 +350,7 @@ def search(
             similarity=similarity.get(key),
             navigational=aux.navigational(snapshot, representative[key]),
             kept_as_list_head=key in kept_as_head,
+            section_similarity=section.get(representative[key]),
         )
         for key in chosen
     )
@@ -401,6 +442,10 @@ class _Aux:
         self._navigational = np.zeros(self.n_blocks, dtype=np.int8)  # 0 unknown, 1 no, 2 yes
         self._headings: dict[int, frozenset[str]] = {}
         self._keys: dict[int, bytes] = {}
+        # Unit mean of each section's whole-block vectors, by global section index, on first
+        # use; and the blocks of each section (ordinals grouped by section), built once.
+        self._section_vectors: dict[int, _Floats32] = {}
+        self._by_section: tuple[_Ints, _Ints] | None = None
         # The heading-path field as the build wrote it; snapshots from before it was written
         # (or read with another tokenizer) compute it here, the same way.
         built = snapshot.section_paths()
@@ -469,6 +514,27 @@ class _Aux:
             dense[~in_scope] = 0.0
         ordinals = np.flatnonzero(dense > 0.0).astype(np.uint32)
         return ordinals, dense[ordinals]
+
+    def section_similarity(
+        self, snapshot: Snapshot, ordinals: _Ints, query: npt.NDArray[np.floating]
+    ) -> _Floats32:
+        """The cosine similarity of `query` and the section of each block in `ordinals`: the
+        unit mean of the first stored vector (the whole block) of the section's blocks."""
+        q = np.asarray(query, dtype=np.float32)
+        q = q / (float(np.linalg.norm(q)) or 1.0)
+        sections = self.block_section[ordinals]
+        missing = sorted({int(s) for s in sections} - self._section_vectors.keys())
+        if missing:
+            if self._by_section is None:
+                order = np.argsort(self.block_section, kind="stable")
+                self._by_section = (order, self.block_section[order])
+            order, sorted_sections = self._by_section
+            for s in missing:
+                lo, hi = np.searchsorted(sorted_sections, [s, s + 1])
+                mean = snapshot.lead_vectors(order[lo:hi]).mean(axis=0)
+                self._section_vectors[s] = mean / (float(np.linalg.norm(mean)) or 1.0)
+        matrix = np.stack([self._section_vectors[int(s)] for s in sections])
+        return matrix @ q
 
     def head_scored(
         self, snapshot: Snapshot, scored: list[tuple[int, float]], depth: int

@@ -105,6 +105,8 @@ RETRIEVAL_KEYWORD_RANKS = "citewise.retrieval.keyword.ranks"
 RETRIEVAL_KEYWORD_SCORES = "citewise.retrieval.keyword.scores"
 RETRIEVAL_VECTOR_RANKS = "citewise.retrieval.vector.ranks"
 RETRIEVAL_VECTOR_SIMILARITIES = "citewise.retrieval.vector.similarities"
+# The block's section against the query, where the vector order weighed it in.
+RETRIEVAL_SECTION_SIMILARITIES = "citewise.retrieval.vector.section_similarities"
 RETRIEVAL_VECTOR_FLOOR = "citewise.retrieval.vector.floor"
 RETRIEVAL_VECTOR_BELOW_FLOOR = "citewise.retrieval.vector.below_floor"
 RETRIEVAL_VECTOR_READ = "citewise.retrieval.vector.read"  # citations read, best first

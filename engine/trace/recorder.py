@@ -494,6 +494,8 @@ def retrieval_attributes(internal: ToolInternals) -> Attributes:
     out[m.RETRIEVAL_KEYWORD_SCORES] = [r.keyword_score or 0.0 for r in ranking]
     out[m.RETRIEVAL_VECTOR_RANKS] = [r.vector_rank or 0 for r in ranking]
     out[m.RETRIEVAL_VECTOR_SIMILARITIES] = [r.similarity or 0.0 for r in ranking]
+    if any(r.section_similarity is not None for r in ranking):
+        out[m.RETRIEVAL_SECTION_SIMILARITIES] = [r.section_similarity or 0.0 for r in ranking]
     # Each vector candidate's similarity against the snapshot's floor (under it: no match).
     out[m.RETRIEVAL_VECTOR_FLOOR] = search.similarity_floor
     out[m.RETRIEVAL_VECTOR_BELOW_FLOOR] = search.vector_below_floor
