@@ -130,7 +130,8 @@ def build_synthetic(
     layout = None
     if parts_per_block:
         counts = [np.full(len(doc.blocks), parts_per_block) for doc in docs]
-        layout = VectorLayout(granularity="sentence", window=1, stride=1)
+        # The shipped sentence layout: each block's first vector stands for the whole block.
+        layout = VectorLayout(granularity="sentence", window=1, stride=1, with_block=True)
     manifest = SnapshotManifest(
         snapshot_id=directory.name,
         parent_id=None,
