@@ -20,7 +20,7 @@ PARSER_VERSIONS: dict[str, str] = {
     "pdf": "pdf-4",  # pdf-4: text-quality check, repaired files read, overlapping CJK lines joined
     "epub": "epub-2",  # epub-2: inline SVG text, <object> fallbacks, in-chapter footers
     "docx": "docx-2",  # docx-2: footnotes, endnotes, comments; text boxes once
-    "html": "html-2",  # html-2: main content only
+    "html": "html-3",  # html-3: a heading's links into its own page are not link text
     "markdown": "markdown-2",  # -2: Latin-1 and damaged UTF-8 import with a warning
     "text": "text-2",
 }

@@ -2,7 +2,8 @@
 cookie banners, share bars, comment threads).
 
 A link-density rule: chrome dropped by tag, role, class and hidden style; the <article> or
-<main> that holds most of the text; blocks that are mostly link text dropped. Chosen over
+<main> that holds most of the text; blocks that are mostly link text dropped, where a heading's
+links to its own page (back-link to the contents, permalink) are not link text. Chosen over
 trafilatura on Mozilla Readability's 130 test pages (bench/bench_html_extraction.py): as
 clean and as complete, but it keeps headings trafilatura drops, keeps inline code inline, and
 costs a third. Uses lxml's HTML parser, which fetches nothing.
@@ -50,14 +51,31 @@ _KEEP_CONTAINERS = frozenset({"html", "body", "article", "main"})
 # A marked container is chrome only when it is not most of the page (some sites mark the
 # article itself class="... comments-enabled ...").
 _MAX_CHROME_CHARS = 2000
+_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+# A link to a place on the same page ("#how-do-i"); "#" alone and "#!/route" are script actions
+# and old single-page-app routes, which are navigation.
+_IN_PAGE_HREF = re.compile(r"\s*#(?![!/])\S")
 
 
 def _text_len(el: lxml.html.HtmlElement) -> int:
     return len(" ".join(el.text_content().split()))
 
 
-def _link_len(el: lxml.html.HtmlElement) -> int:
-    return sum(len(" ".join(a.text_content().split())) for a in el.iter("a"))
+def _link_len(el: lxml.html.HtmlElement, own: set[lxml.html.HtmlElement]) -> int:
+    return sum(len(" ".join(a.text_content().split())) for a in el.iter("a") if a not in own)
+
+
+def _heading_self_links(root: lxml.html.HtmlElement) -> set[lxml.html.HtmlElement]:
+    """Links in headings that point into the page itself: a documentation generator's
+    back-link to the contents and its permalink. They make a short section's heading all link
+    text, and a section of a heading and a one-line answer would read as a menu; a "related"
+    box's headline links lead to other pages and still count."""
+    return {
+        a
+        for h in root.iter(*_HEADINGS)
+        for a in h.iter("a")
+        if _IN_PAGE_HREF.match(a.get("href") or "")
+    }
 
 
 def _elements(root: lxml.html.HtmlElement) -> Iterator[lxml.html.HtmlElement]:
@@ -80,7 +98,8 @@ def _is_chrome(el: lxml.html.HtmlElement) -> bool:
 
 def link_density_cut(html: str) -> str | None:
     """The rule: drop chrome by tag, role and class; keep the <article>/<main> that holds
-    most of the text; then drop blocks that are mostly link text. None if unparseable."""
+    most of the text; then drop blocks that are mostly link text, not counting a heading's
+    links into the page itself. None if unparseable."""
     try:
         doc = lxml.html.document_fromstring(html)
     except (etree.ParserError, ValueError):
@@ -97,13 +116,14 @@ def link_density_cut(html: str) -> str | None:
     best = max(candidates, key=_text_len, default=None)
     if best is not None and _text_len(best) >= 0.4 * _text_len(body):
         root = best
+    own = _heading_self_links(root)
     for el in reversed(list(_elements(root))):
         if el is root or el.getparent() is None or el.tag not in _PRUNED:
             continue
         n = _text_len(el)
         if n == 0:
             continue
-        density = _link_len(el) / n
+        density = _link_len(el, own) / n
         # A paragraph is prose that may cite links ("Source files: a.js, b.js"); a list or a
         # box of mostly links is a menu or a "related" bar.
         limit = 0.8 if el.tag == "p" else 0.5
