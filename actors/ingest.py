@@ -544,14 +544,11 @@ class Ingest:
                 except EmbeddingError as exc:
                     self._fail(batch, item.target, "embed", exc.code, exc.message)
                     continue
-                # Counted in blocks: with several vectors per block, a document is a cache hit
-                # when every one of its windows was.
+                # Counted in blocks: with several vectors per block, a block is a cache hit when
+                # every one of its parts was (a document read again with one block changed
+                # embeds that block's parts, not the whole document's).
                 n = len(item.record.blocks)
-                hits = (
-                    outcome.cache_hits
-                    if counts is None
-                    else (n if outcome.cache_hits == len(texts) else 0)
-                )
+                hits = _blocks_from_cache(outcome.from_cache, counts)
                 batch.stats = msgspec.structs.replace(
                     batch.stats,
                     blocks_embedded=batch.stats.blocks_embedded + n - hits,
@@ -763,6 +760,16 @@ class _EmbeddingProgress:
         cached = round(progress.cache_hits * self._blocks_per_text)
         tokens = progress.tokens or round((done - cached) * self._per_block)
         self._report.embedding(self._source, done, tokens, cached=cached)
+
+
+def _blocks_from_cache(from_cache: np.ndarray, counts: np.ndarray | None) -> int:
+    """How many blocks had every vector from the embedding cache: `from_cache` marks the
+    embedded texts (one per block, or `counts[i]` consecutive parts for block i)."""
+    if counts is None:
+        return int(from_cache.sum())
+    misses = np.concatenate(([0], np.cumsum(~from_cache)))  # misses before each text
+    ends = np.cumsum(counts)
+    return int((misses[ends] == misses[ends - counts]).sum())
 
 
 def _pages_left(report: ImportReport | None) -> bool:

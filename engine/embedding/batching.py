@@ -16,6 +16,7 @@ import anyio
 import anyio.to_thread
 import msgspec
 import numpy as np
+import numpy.typing as npt
 
 from engine.crashpoints import crash_point, register
 from engine.embedding.base import EmbeddingProvider, EmbeddingResult, Vectors
@@ -38,14 +39,16 @@ class EmbedProgress(msgspec.Struct, frozen=True, kw_only=True):
 class EmbedOutcome(msgspec.Struct, frozen=True, kw_only=True):
     """Vectors for every input text, in input order (float32 [n, dim], unit length).
 
-    `cache_hits` counts input texts served from the cache; `calls` counts provider requests,
-    retries included; `tokens` is the vendor's count, never mixed with chat tokens.
+    `cache_hits` counts input texts served from the cache, and `from_cache` says which ones
+    (bool [n], input order); `calls` counts provider requests, retries included; `tokens` is
+    the vendor's count, never mixed with chat tokens.
     """
 
     vectors: Vectors
     tokens: int
     cache_hits: int
     calls: int
+    from_cache: npt.NDArray[np.bool_]
 
 
 async def _embed_once_or_twice(
@@ -99,6 +102,7 @@ async def embed_texts(
     # A service names its endpoint in the cache key (engine/embedding/cache.cache_scope).
     endpoint_scope: str | None = getattr(provider, "cache_scope", None)
     out = np.zeros((len(texts), spec.dimensions), dtype=np.float32)
+    from_cache = np.zeros(len(texts), dtype=np.bool_)
     positions: dict[str, list[int]] = {}
     for i, text in enumerate(texts):
         positions.setdefault(text, []).append(i)
@@ -118,6 +122,7 @@ async def embed_texts(
             missing.append((text, h))
         else:
             out[positions[text]] = vector
+            from_cache[positions[text]] = True
             hits += len(positions[text])
     done = hits
 
@@ -167,4 +172,6 @@ async def embed_texts(
             tg.start_soon(worker, tg.cancel_scope)
     if failures:
         raise failures[0]
-    return EmbedOutcome(vectors=out, tokens=tokens, cache_hits=hits, calls=calls[0])
+    return EmbedOutcome(
+        vectors=out, tokens=tokens, cache_hits=hits, calls=calls[0], from_cache=from_cache
+    )

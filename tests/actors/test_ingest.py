@@ -90,6 +90,28 @@ async def test_reimporting_an_edited_file_replaces_that_document_only(tmp_path: 
     assert third.status is None and third.snapshot_id == second.snapshot_id  # type: ignore[attr-defined]
 
 
+async def test_an_edited_document_embeds_only_its_changed_blocks_and_counts_the_rest_reused(
+    tmp_path: Path,
+) -> None:
+    sections = {
+        f"Topic {k}": f"Paragraph {k} tells the reader about subject number {k} at length."
+        for k in range(6)
+    }
+    text = "\n\n".join(f"# {title}\n\n{body}" for title, body in sections.items())
+    folder = notes(tmp_path / "n", **{"a.md": text})
+    root = tmp_path / "home"
+    first = await imported(make_app(root), folder)
+    blocks = first.stats.blocks_chunked  # type: ignore[attr-defined]
+    assert blocks == 6 and first.stats.blocks_embedded == 6  # type: ignore[attr-defined]
+    edited = text.replace("subject number 3", "a different subject, number three")
+    (folder / "a.md").write_text(edited, encoding="utf-8")
+    second = await imported(make_app(root), folder)
+    s = second.stats  # type: ignore[attr-defined]
+    # One block's text changed: only its vectors are new, the five others come from the cache
+    # (with several vectors per block, every part of a block must be a hit for it to count).
+    assert (s.blocks_chunked, s.blocks_embedded, s.embedding_cache_hits) == (6, 1, 5)
+
+
 async def test_remove_takes_a_document_out_by_source_or_doc_id(tmp_path: Path) -> None:
     folder = notes(tmp_path / "n", **{"a.md": "# A\n\nApples.\n", "b.md": "# B\n\nBananas.\n"})
     root = tmp_path / "home"
