@@ -14,6 +14,7 @@ import contextlib
 import heapq
 import itertools
 import os
+import secrets
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
@@ -41,6 +42,7 @@ from engine.parsing import (
     parse_file,
     parse_pdf_pages,
     plan_parallel_parse,
+    release_kept_pdf,
 )
 from engine.parsing.ocr_signals import PageCounts, pause_file
 from engine.tokens import TokenCounter, preload
@@ -191,11 +193,20 @@ def _finish(parsed: ParsedDocument, chunking: Chunking, parse_seconds: float) ->
 
 
 def _plan(path: Path, limits: ParseLimits) -> PdfPlan | None:
+    release_kept_pdf()
     preload(keep_merges=False)  # this worker will chunk: its tokenizer loads while it reads
     return plan_parallel_parse(path, limits)
 
 
+def _pages(path: Path, start: int, end: int, limits: ParseLimits, session: str) -> PdfPart:
+    """Pages [start, end) of a PDF; the ranges of one `session` this worker reads share its
+    open document (engine.parsing.pdf.parse_pdf_pages), which the worker's next other work
+    closes."""
+    return parse_pdf_pages(path, start, end, limits, session=session)
+
+
 def _parse_whole(path: Path, limits: ParseLimits, chunking: Chunking) -> Finished:
+    release_kept_pdf()
     with gc_paused():
         started = time.perf_counter()
         parsed = parse_file(path, limits)
@@ -205,6 +216,7 @@ def _parse_whole(path: Path, limits: ParseLimits, chunking: Chunking) -> Finishe
 def _assemble(
     path: Path, limits: ParseLimits, plan: PdfPlan, parts: list[PdfPart], chunking: Chunking
 ) -> Finished:
+    release_kept_pdf()
     with gc_paused():
         started = time.perf_counter()
         parsed = assemble_pdf(path, limits, plan, parts)
@@ -215,6 +227,7 @@ def _assemble(
 def _warm(hold_s: float) -> None:
     """Load what the work needs (importing this module loaded the parsers), then keep the
     process a moment so that warm-up calls made together land in different processes."""
+    release_kept_pdf()
     preload(keep_merges=False)  # chunking counts with the tokenizer itself, not the merges
     TokenCounter().count("warm")
     time.sleep(hold_s)
@@ -335,13 +348,14 @@ class ParsePool:
             on_pages(0, plan.page_count)
         parts: list[PdfPart] = []
         failures: list[Exception] = []  # the first failing range decides, as one pass would
+        session = secrets.token_hex(8)  # a worker keeps the file open for its next range of it
         finish: _Ticket | None = None
 
         async def extract(ticket: _Ticket, start: int, end: int) -> None:
             nonlocal finish
             try:
                 async with self._slots.hold(ticket):
-                    part = await _in_process(parse_pdf_pages, path, start, end, limits)
+                    part = await _in_process(_pages, path, start, end, limits, session)
                     parts.append(part)
                     if on_pages is not None:
                         on_pages(sum(len(p.pages) for p in parts), plan.page_count)

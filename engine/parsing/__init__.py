@@ -1,8 +1,8 @@
 """Document parsers: a file in, a ParsedDocument (flat sections in reading order) out.
 
-The public surface is parse_file and its contracts, plus plan_parallel_parse, parse_pdf_pages
-and assemble_pdf (one long PDF parsed in several worker processes); everything else in this
-package is an implementation detail. Parsers only read; they never write files.
+The public surface is parse_file and its contracts, plus plan_parallel_parse, parse_pdf_pages,
+release_kept_pdf and assemble_pdf (one long PDF parsed in several worker processes); everything
+else in this package is an implementation detail. Parsers only read; they never write files.
 """
 
 from __future__ import annotations
@@ -25,7 +25,13 @@ if TYPE_CHECKING:  # the same names, for type checkers; at run time each loads o
         unique_paths,
     )
     from engine.parsing.ocr import engine_version as ocr_engine_version
-    from engine.parsing.pdf import PdfPart, PdfPlan, assemble_pdf, parse_pdf_pages
+    from engine.parsing.pdf import (
+        PdfPart,
+        PdfPlan,
+        assemble_pdf,
+        parse_pdf_pages,
+        release_kept_pdf,
+    )
 
 # public name -> (module, name there): importing the package loads none of them (PEP 562)
 _EXPORTS: dict[str, tuple[str, str]] = {
@@ -46,6 +52,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "PdfPlan": ("engine.parsing.pdf", "PdfPlan"),
     "assemble_pdf": ("engine.parsing.pdf", "assemble_pdf"),
     "parse_pdf_pages": ("engine.parsing.pdf", "parse_pdf_pages"),
+    "release_kept_pdf": ("engine.parsing.pdf", "release_kept_pdf"),
 }
 
 __all__ = [
@@ -65,6 +72,7 @@ __all__ = [
     "parse_file",
     "parse_pdf_pages",
     "plan_parallel_parse",
+    "release_kept_pdf",
     "unique_paths",
 ]
 

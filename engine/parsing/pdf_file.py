@@ -96,12 +96,17 @@ def unreadable_pages() -> ParseError:
     )
 
 
-def open_pdf(path: Path, *, pages_only: bool = False) -> Any:
+def open_pdf(path: Path, *, pages_only: bool = False, data: bytes | None = None) -> Any:
+    """The PDF at `path` opened with pymupdf (from `data`, its bytes, when given: no file
+    handle then stays open); ParseError for a file it cannot open or may not read."""
     _mupdf.TOOLS.mupdf_display_errors(False)
     _mupdf.TOOLS.mupdf_display_warnings(False)
     try:
         opener: Any = _PagesOnly if pages_only else _OutlineOnce
-        doc = opener(str(path), filetype="pdf")
+        if data is None:
+            doc = opener(str(path), filetype="pdf")
+        else:
+            doc = opener(stream=data, filetype="pdf")
     except Exception as exc:
         if not _has_pdf_header(path):
             raise _not_a_pdf() from exc

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import re
 import time
 import unicodedata
@@ -25,8 +26,10 @@ from engine.parsing import (
     parse_file,
     parse_pdf_pages,
     plan_parallel_parse,
+    release_kept_pdf,
     unique_paths,
 )
+from engine.parsing import pdf as pdf_module
 from engine.parsing.pdf import PAGES_PER_PART, plan_pdf
 
 pymupdf: Any = _pymupdf  # pymupdf ships without type hints
@@ -510,17 +513,21 @@ def test_html_charset_comes_from_the_meta_tag(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", ["debian-reference.en.pdf", "lshort-zh-cn.pdf"])
-@pytest.mark.parametrize("pages_per_part", [PAGES_PER_PART, 5])
+@pytest.mark.parametrize(("pages_per_part", "session"), [(PAGES_PER_PART, ""), (5, ""), (5, "s")])
 def test_a_pdf_parsed_in_page_ranges_is_exactly_the_document_of_one_pass(
-    name: str, pages_per_part: int, docs: dict[str, ParsedDocument]
+    name: str, pages_per_part: int, session: str, docs: dict[str, ParsedDocument]
 ) -> None:
     path = DOCS / name
     plan = plan_pdf(path, ParseLimits(), pages_per_part)
     assert plan is not None and len(plan.ranges) >= 2
     assert plan.ranges[0][0] == 0 and plan.ranges[-1][1] == plan.page_count
     assert all(a[1] == b[0] for a, b in zip(plan.ranges, plan.ranges[1:], strict=False))
-    # Ranges come back in any order, as parallel workers finish them.
-    parts = [parse_pdf_pages(path, start, end) for start, end in reversed(plan.ranges)]
+    # Ranges come back in any order, as parallel workers finish them; with a session, one
+    # process reads them all from the document it keeps open.
+    parts = [
+        parse_pdf_pages(path, start, end, session=session) for start, end in reversed(plan.ranges)
+    ]
+    release_kept_pdf()
     split = assemble_pdf(path, ParseLimits(), plan, parts)
     # Sections, outline headings, page numbers, running headers dropped: all identical.
     assert split == docs[name]
@@ -564,6 +571,40 @@ def test_extracting_pdf_pages_leaves_process_settings_as_they_were() -> None:
     finally:
         gc.enable()
         tools.unset_quad_corrections(False)
+
+
+def test_ranges_of_one_session_open_the_pdf_once_and_hold_no_file_handle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker reading several ranges of one parse opens the file once (its fonts load
+    once); the kept document was read from the file's bytes, so the file stays free to be
+    deleted or renamed (Windows refuses both while a handle is open). Another session, or
+    the file saved again, opens it afresh."""
+    path = tmp_path / "book.pdf"
+    path.write_bytes((DOCS / "lshort-zh-cn.pdf").read_bytes())
+    opened: list[bool] = []
+    real_open = pdf_module.open_pdf
+
+    def counting_open(*args: Any, **kwargs: Any) -> Any:
+        opened.append(kwargs.get("data") is not None)
+        return real_open(*args, **kwargs)
+
+    monkeypatch.setattr(pdf_module, "open_pdf", counting_open)
+    try:
+        first = parse_pdf_pages(path, 0, 3, session="a")
+        assert parse_pdf_pages(path, 3, 6, session="a").pages
+        assert opened == [True]
+        if Path("/proc/self/fd").is_dir():
+            held = {os.path.realpath(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")}
+            assert str(path.resolve()) not in held
+        assert parse_pdf_pages(path, 0, 3, session="b").pages == first.pages
+        assert len(opened) == 2
+        with path.open("ab") as f:  # saved again between two ranges of one session
+            f.write(b"\n% appended\n")
+        assert parse_pdf_pages(path, 3, 6, session="b").stamp != first.stamp
+        assert len(opened) == 3
+    finally:
+        release_kept_pdf()
 
 
 def test_ranges_read_from_a_changed_pdf_are_refused(tmp_path: Path) -> None:
