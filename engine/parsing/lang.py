@@ -7,8 +7,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f]")
-_LATIN = re.compile(r"[A-Za-z\u00c0-\u024f]")
+# Counted by deleting runs in C (no list of one string per match): what is left of the text
+# without everything but Han characters, and what the Latin letters' runs take away from it.
+_NOT_HAN = re.compile(r"[^\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f]+")
+_LATIN = re.compile(r"[A-Za-z\u00c0-\u024f]+")
 
 # One Han character carries about as much as a short Latin word, and Chinese technical text
 # is full of Latin commands and names, so a fifth of the letters being Han is already Chinese.
@@ -18,14 +20,17 @@ _SAMPLE_CHARS = 2_000_000
 
 def han_share(texts: Iterable[str]) -> float:
     """Han characters / (Han characters + Latin letters), over at most the first 2M chars."""
-    han = latin = seen = 0
+    chunks: list[str] = []
+    seen = 0
     for text in texts:
         if seen >= _SAMPLE_CHARS:
             break
         chunk = text[: _SAMPLE_CHARS - seen]
         seen += len(chunk)
-        han += len(_HAN.findall(chunk))
-        latin += len(_LATIN.findall(chunk))
+        chunks.append(chunk)
+    sample = "".join(chunks)
+    han = 0 if sample.isascii() else len(_NOT_HAN.sub("", sample))
+    latin = len(sample) - len(_LATIN.sub("", sample))
     total = han + latin
     return han / total if total else 0.0
 
