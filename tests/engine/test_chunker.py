@@ -11,6 +11,8 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import engine.tokens.counter as tokens_module
 from engine.chunker import CHUNKER_VERSION, FIRST_SENTENCE_MAX_CHARS, chunk_document, sentence_ends
@@ -210,6 +212,24 @@ def test_sentence_ends_keep_punctuation_quotes_and_numbering() -> None:
     assert sentence_ends("中文 里面 的 空格 不是 句子 边界") == [
         len("中文 里面 的 空格 不是 句子 边界")
     ]
+
+
+# The sentence-end rule as the chunker's docstring states it, written plainly.
+_CLOSERS = "[\"'”’」』）)】》〉\\]]"
+_PLAIN_SENTENCE_END = re.compile(rf"[。．｡！？；…⋯]+{_CLOSERS}*\s*|[.!?]+{_CLOSERS}*\s+")
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.text(alphabet="。．｡！？；…⋯.!?\"'”’」』）)】》〉\\] \n\t\u3000aZ1中-eg", max_size=16))
+def test_sentences_end_where_the_plain_rule_says(text: str) -> None:
+    """Whatever mix of terminators, closing quotes and spaces: the ends are those of the
+    plain rule (terminators, closers, then spaces), abbreviations and numbering aside."""
+    plain = [m.end() for m in _PLAIN_SENTENCE_END.finditer(text) if m.end() < len(text)]
+    ends = sentence_ends(text)
+    assert ends[-1] == len(text)
+    dotted = {m.end() for m in _PLAIN_SENTENCE_END.finditer(text) if text[m.start()] == "."}
+    assert [e for e in plain if e not in dotted] == [e for e in ends[:-1] if e not in dotted]
+    assert set(ends[:-1]) <= set(plain)
 
 
 def test_sentence_far_longer_than_the_target_is_cut_by_token_windows() -> None:
