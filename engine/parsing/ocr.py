@@ -17,7 +17,7 @@ import sqlite3
 import statistics
 import threading
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
@@ -40,7 +40,7 @@ from engine.parsing.ocr_cache import (
     page_source_key,
 )
 from engine.parsing.ocr_signals import PageSignals
-from engine.parsing.quality import page_quality
+from engine.parsing.quality import PageQuality, page_quality
 
 # Rendering resolutions, measured on real pages of the corpus rendered to images (bench/
 # bench_ocr.py): lines are found on the page at 100 dpi (the detector's cost grows with the
@@ -541,22 +541,25 @@ def recognise_unreadable(
     controls: list[int],
     limits: ParseLimits,
     broken: Collection[int] = (),
+    qualities: Sequence[PageQuality] | None = None,
 ) -> OcrOutcome:
     """OCR of the pages `numbers` (0-based) of the open PDF `doc` that have no text, or text
     the quality check rejects (`texts`, `controls`: each page's row texts and removed control
-    characters, as extracted); at most limits.ocr_max_pages of them, in page order. Pages
-    pymupdf could not load (`broken`, 1-based) are left alone. Nothing when OCR is off or the
-    engine is not installed."""
+    characters, as extracted; `qualities`: their checks when already made); at most
+    limits.ocr_max_pages of them, in page order. Pages pymupdf could not load (`broken`,
+    1-based) are left alone. Nothing when OCR is off or the engine is not installed."""
     if not limits.ocr or not available():
         return OcrOutcome()
+
+    def readable(k: int) -> bool:
+        if qualities is not None:
+            return qualities[k].readable
+        return page_quality(texts[k], controls[k] if k < len(controls) else 0).readable
+
     wanted = [
         p
         for k, p in enumerate(numbers)
-        if p + 1 not in broken
-        and (
-            not texts[k]
-            or not page_quality(texts[k], controls[k] if k < len(controls) else 0).readable
-        )
+        if p + 1 not in broken and (not texts[k] or not readable(k))
     ]
     found: dict[int, OcrPage] = {}
     failed: list[int] = []

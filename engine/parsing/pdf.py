@@ -37,7 +37,7 @@ from engine.parsing.pdf_file import (
     open_pdf,
     unreadable_pages,
 )
-from engine.parsing.quality import MIN_READABLE_DOCUMENT_SHARE, page_quality
+from engine.parsing.quality import MIN_READABLE_DOCUMENT_SHARE, PageQuality, page_quality
 from engine.parsing.sections import SectionBuilder
 
 _mupdf: Any = pymupdf  # pymupdf ships without type hints
@@ -526,7 +526,7 @@ def parse_pdf(path: Path, limits: ParseLimits) -> ParsedDocument:
         page_count = checked_page_count(doc, path, limits)
         damage = damage_of(doc, path)
         rows, controls, broken = _extract(doc, range(page_count))
-        ocr = _recognised(doc, range(page_count), rows, controls, broken, limits)
+        ocr, qualities = _recognised(doc, range(page_count), rows, controls, broken, limits)
         outline, meta_title = _outline(doc), _meta_title(doc)
         labels = _page_labels(doc)
     finally:
@@ -544,6 +544,7 @@ def parse_pdf(path: Path, limits: ParseLimits) -> ParsedDocument:
         damage,
         broken,
         ocr,
+        qualities,
     )
 
 
@@ -554,15 +555,21 @@ def _recognised(
     controls: list[int],
     broken: list[int],
     limits: ParseLimits,
-) -> OcrOutcome:
+) -> tuple[OcrOutcome, list[PageQuality]]:
     """OCR (engine/parsing/ocr.py) of the pages `numbers` with no rows, or rows the quality
     check rejects, while the page is open; a page where OCR read text loses its rows, so
-    _assemble takes that page's text from OCR alone."""
+    _assemble takes that page's text from OCR alone. Also each page's text quality as
+    `_screen` judges it (once OCR has taken its rows): the check is made once, here."""
     texts = [[row[4] for row in page] for page in rows]
-    outcome = recognise_unreadable(doc, numbers, texts, controls, limits, broken)
+    qualities = [
+        page_quality(t, controls[k] if k < len(controls) else 0) for k, t in enumerate(texts)
+    ]
+    outcome = recognise_unreadable(doc, numbers, texts, controls, limits, broken, qualities)
     for p in outcome.text_pages:
-        rows[p - numbers.start] = []
-    return outcome
+        k = p - numbers.start
+        rows[k] = []
+        qualities[k] = page_quality([], controls[k] if k < len(controls) else 0)
+    return outcome, qualities
 
 
 def _pages_list(pages: list[int]) -> str:
@@ -570,16 +577,22 @@ def _pages_list(pages: list[int]) -> str:
     return f"page {shown}" if len(pages) == 1 else f"pages {shown}"
 
 
-def _screen(raw_pages: list[list[_Row]], controls: list[int]) -> tuple[list[list[_Row]], list[int]]:
+def _screen(
+    raw_pages: list[list[_Row]],
+    controls: list[int],
+    qualities: list[PageQuality] | None = None,
+) -> tuple[list[list[_Row]], list[int]]:
     """The pages with the rows of unreadable pages (text-quality check) taken out, and the
     1-based numbers of those pages. Raises unreadable_text when the readable pages hold less
-    than half of the document's characters.
+    than half of the document's characters. `qualities`: each page's check made where it was
+    extracted (see `_recognised`), else it is made here.
 
     The hook for OCR: the pages returned here are the ones to recognise instead."""
-    qualities = [
-        page_quality([r.text for r in rows], controls[p] if p < len(controls) else 0)
-        for p, rows in enumerate(raw_pages)
-    ]
+    if qualities is None or len(qualities) != len(raw_pages):
+        qualities = [
+            page_quality([r.text for r in rows], controls[p] if p < len(controls) else 0)
+            for p, rows in enumerate(raw_pages)
+        ]
     rejected = [p + 1 for p, q in enumerate(qualities) if not q.readable]
     if not rejected:
         return raw_pages, []
@@ -609,6 +622,7 @@ def _assemble(
     damage: Damage = "",
     broken: list[int] | None = None,
     ocr: OcrOutcome | None = None,
+    qualities: list[PageQuality] | None = None,
 ) -> ParsedDocument:
     """The document from every page's rows: quality check, furniture, outline or font
     headings, paragraphs.
@@ -630,7 +644,7 @@ def _assemble(
                 pages=tuple(broken),
             )
         )
-    raw_pages, rejected = _screen(raw_pages, controls or [])
+    raw_pages, rejected = _screen(raw_pages, controls or [], qualities)
     ocr = (ocr or OcrOutcome()).beside_text(any(raw_pages))
     scanned = ocr.text_pages  # 0-based pages whose text comes from OCR
     recognised = {p + 1 for p in scanned}
@@ -737,6 +751,7 @@ class PdfPart(msgspec.Struct, frozen=True, kw_only=True):
     broken: list[int] = []  # 1-based numbers of the pages pymupdf failed to read
     ocr: OcrOutcome | None = None  # the range's pages recognised by OCR (engine/parsing/ocr.py)
     seconds: float = 0.0  # time its worker spent reading the range
+    qualities: list[PageQuality] = []  # per page, its text-quality check (see _recognised)
 
 
 def _stamp(path: Path) -> tuple[int, int]:
@@ -832,7 +847,7 @@ def parse_pdf_pages(
         try:
             pages, controls, broken = _extract(doc, range(start, end))
             limits = limits or ParseLimits()
-            ocr = _recognised(doc, range(start, end), pages, controls, broken, limits)
+            ocr, qualities = _recognised(doc, range(start, end), pages, controls, broken, limits)
         except BaseException:
             if kept:
                 release_kept_pdf()
@@ -852,6 +867,7 @@ def parse_pdf_pages(
         broken=broken,
         ocr=ocr,
         seconds=round(time.perf_counter() - started, 3),
+        qualities=qualities,
     )
 
 
@@ -872,6 +888,8 @@ def assemble_pdf(
         )
     raw_pages = [[_Row(*row) for row in rows] for part in ordered for rows in part.pages]
     controls = [n for part in ordered for n in (part.controls or [0] * len(part.pages))]
+    checked = all(len(part.qualities) == len(part.pages) for part in ordered)
+    qualities = [q for part in ordered for q in part.qualities] if checked else None
     try:
         return _assemble(
             Path(path),
@@ -885,6 +903,7 @@ def assemble_pdf(
             plan.damage,
             [n for part in ordered for n in part.broken],
             merged([part.ocr for part in ordered if part.ocr is not None], limits.ocr_max_pages),
+            qualities,
         )
     except ParseError:
         raise

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pymupdf as _pymupdf
 import pytest
 
@@ -134,7 +135,9 @@ def test_running_headers_and_numbers_still_go_when_there_is_body_text(tmp_path: 
 
 
 def _assemble_rows(tmp_path: Path, pages: list[list[str]], controls: list[int]) -> ParsedDocument:
-    """A document from rows given directly (as a worker extracts them), one row per string."""
+    """A document from rows given directly (as a worker extracts them), one row per string;
+    the same whether the part carries its pages' quality checks (as extraction makes them,
+    so assembly does not check again) or not."""
     path = make_pdf(tmp_path / "rows.pdf", [[(72, 72, "x")] for _ in pages])
     st = path.stat()
     stamp = (st.st_size, st.st_mtime_ns)
@@ -146,7 +149,17 @@ def _assemble_rows(tmp_path: Path, pages: list[list[str]], controls: list[int]) 
     plan = PdfPlan(stamp=stamp, page_count=len(pages), ranges=[(0, len(pages))], outline=[],
                    meta_title="")  # fmt: skip
     part = PdfPart(stamp=stamp, start=0, pages=rows, controls=controls)
-    return assemble_pdf(path, parse_limits(), plan, [part])
+    checked = msgspec.structs.replace(
+        part, qualities=[page_quality(page, n) for page, n in zip(pages, controls, strict=True)]
+    )
+    outcomes: list[ParsedDocument | tuple[str, str]] = []
+    for given in (part, checked):
+        try:
+            outcomes.append(assemble_pdf(path, parse_limits(), plan, [given]))
+        except ParseError as exc:
+            outcomes.append((exc.reason, exc.message))
+    assert outcomes[0] == outcomes[1]
+    return assemble_pdf(path, parse_limits(), plan, [checked])
 
 
 def parse_limits() -> Any:
