@@ -3,14 +3,18 @@ text there is, files pymupdf has to repair, and Chinese set one character per li
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pymupdf as _pymupdf
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.parsing import ParsedDocument, ParseError, PdfPart, PdfPlan, assemble_pdf, parse_file
+from engine.parsing import pdf as pdf_module
 from engine.parsing.furniture import PAGE_NUMBER
 from engine.parsing.quality import page_quality
 
@@ -153,9 +157,9 @@ def _assemble_rows(tmp_path: Path, pages: list[list[str]], controls: list[int]) 
         part, qualities=[page_quality(page, n) for page, n in zip(pages, controls, strict=True)]
     )
     outcomes: list[ParsedDocument | tuple[str, str]] = []
-    for given in (part, checked):
+    for handed in (part, checked):
         try:
-            outcomes.append(assemble_pdf(path, parse_limits(), plan, [given]))
+            outcomes.append(assemble_pdf(path, parse_limits(), plan, [handed]))
         except ParseError as exc:
             outcomes.append((exc.reason, exc.message))
     assert outcomes[0] == outcomes[1]
@@ -278,6 +282,19 @@ def test_letter_spaced_han_characters_are_closed_up_but_words_keep_their_spaces(
     lines = [(72, 100, "全 世 界 无 产 者"), (72, 140, "山西省闻喜县诚镇初中 李新录")]
     got = texts(parse_file(make_pdf(tmp_path / "sp.pdf", [lines], font="china-s")))
     assert got == ["全世界无产者", "山西省闻喜县诚镇初中 李新录"]
+
+
+# The rule as the parser's comment states it: Han characters, each alone between spaces.
+_HAN = "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"
+_PLAIN_SPACED_HAN = re.compile(rf"(?<!\w){_HAN}(?: {_HAN})+(?!\w)")
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.text(alphabet="中文\u3400 a1_，é\t", max_size=14))
+def test_letter_spaced_han_is_found_where_the_plain_rule_finds_it(line: str) -> None:
+    assert pdf_module._SPACED_HAN.sub(pdf_module._close_up, line) == _PLAIN_SPACED_HAN.sub(
+        pdf_module._close_up, line
+    )
 
 
 def test_text_printed_twice_for_bold_is_not_merged_into_one_row(tmp_path: Path) -> None:
