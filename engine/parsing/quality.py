@@ -23,7 +23,7 @@ MIN_READABLE_DOCUMENT_SHARE = 0.5
 
 _CID = re.compile(r"\(cid:\d+\)")
 _RUNS = re.compile(r"(\S)\1+")
-_NOT_LETTER = re.compile(r"[\W_]+")  # all but the letters and digits of every script
+_LETTER_RUNS = re.compile(r"[^\W_]+")  # the letters and digits of every script
 # Never text: C0/C1 controls and DEL; private use (a glyph code, not a character) except
 # U+F000..U+F0FF, where Symbol and Wingdings fonts put their bullets and signs (Word's list
 # bullet is U+F0B7): a page of short bulleted items is not garbled; U+FFFD and noncharacters
@@ -54,12 +54,25 @@ class PageQuality(msgspec.Struct, frozen=True):
         return True
 
 
+# Every byte but an ASCII letter or digit: what `bytes.translate` deletes to leave those.
+_NOT_ALNUM_BYTES = bytes(b for b in range(256) if not chr(b).isalnum() or b > 0x7F)
+
+
+def _letters(text: str) -> int:
+    """How many letters and digits (of any script) `text` holds."""
+    if text.isascii():  # the common case, counted by deleting bytes
+        return len(text.encode("ascii").translate(None, _NOT_ALNUM_BYTES))
+    return sum(map(len, _LETTER_RUNS.findall(text)))
+
+
 def page_quality(texts: list[str], controls: int = 0) -> PageQuality:
     """The counts for a page whose lines are `texts`; `controls` are control characters the
     extraction already removed from them (they count as debris).
 
-    Runs on every page: counting is done by deleting with C-level regexes and comparing
-    lengths, and repeated runs are collapsed only when the plain letter share would fail."""
+    Runs on every page, so it counts in C (deleting what is not counted and comparing
+    lengths, or summing the lengths of runs); debris is sought only in text that is not
+    printable or not ASCII, and repeated runs are collapsed only when the plain letter share
+    would fail."""
     text = "".join("".join(texts).split())
     chars = len(text) + controls
     debris = controls
@@ -67,12 +80,15 @@ def page_quality(texts: list[str], controls: int = 0) -> PageQuality:
         stripped = _CID.sub("", text)
         debris += len(text) - len(stripped)
         text = stripped
-    if not text.isascii() or not text.isprintable():
+    if not text.isprintable():
         debris += len(text) - len(_DEBRIS.sub("", text))
-    letters = len(_NOT_LETTER.sub("", text))
+    elif not text.isascii():  # of the debris, only U+FFFD is printable
+        debris += text.count("\ufffd")
+    letters = _letters(text)
     total = len(text)
     if total >= MIN_CHARS_FOR_LETTER_SHARE and letters < MIN_LETTER_SHARE * total:
         collapsed = _RUNS.sub(r"\1", text)
-        letters = len(_NOT_LETTER.sub("", collapsed))
+        letters = _letters(collapsed)
         total = len(collapsed)
     return PageQuality(chars=chars, debris=debris, letters=letters, collapsed=total)
+
