@@ -12,7 +12,7 @@ import shutil
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import NamedTuple, Self
 
 import msgspec
 import numpy as np
@@ -28,8 +28,10 @@ from index.fsutil import (
     atomic_write,
     close_map,
     file_sha256,
+    files_sha256,
     fsync_dir,
     map_file,
+    synced_together,
     write_new_file,
 )
 from index.prepared import PreparedDocument, prepare_laid_out, vector_keys
@@ -342,6 +344,16 @@ def _vector_rows(
     return np.asarray(rows, dtype=np.float32)[index], keys, ordered
 
 
+class _Written(NamedTuple):
+    """What writing a snapshot's files found, for its manifest."""
+
+    sizes: dict[str, int]
+    kind: VectorKind
+    graph_build: GraphBuild | None
+    floor: SimilarityFloor | None
+    n_blocks: int
+
+
 def _build(
     directory: Path,
     manifest: SnapshotManifest,
@@ -356,6 +368,73 @@ def _build(
     probes: npt.NDArray[np.floating] | None,
     probes_version: str,
 ) -> SnapshotManifest:
+    with synced_together():  # every file fsynced, together, before the directory
+        sizes, kind, graph_build, floor, n_blocks = _write_files(
+            directory,
+            manifest,
+            documents,
+            vectors,
+            prepared,
+            parent,
+            k1,
+            b,
+            exact_search_max_blocks,
+            part_counts,
+            probes,
+            probes_version,
+        )
+    fsync_dir(directory)
+    crash_point("snapshot.files:after-dir-fsync")
+
+    final = msgspec.structs.replace(
+        manifest,
+        format_version=SNAPSHOT_FORMAT,
+        documents=tuple(
+            ManifestDocument(
+                doc_id=d.doc_id,
+                source=d.source,
+                content_hash=d.content_hash,
+                blocks=len(d.blocks),
+                warnings=0 if d.report is None else len(d.report.warnings),
+                parse_seconds=None if d.report is None else d.report.parse_seconds,
+            )
+            for d in documents
+        ),
+        tokenizer_version=manifest.tokenizer_version or TOKENIZER_VERSION,
+        vector_index=kind,
+        stats=msgspec.structs.replace(manifest.stats, blocks_indexed=n_blocks),
+        vector_graph=graph_build,
+        similarity_floor=floor if floor is not None else manifest.similarity_floor,
+        files=dict(sorted(sizes.items())),
+        content_hash="",
+    )
+    hashes = dict(zip(sizes, files_sha256([directory / name for name in sizes]), strict=True))
+    final = msgspec.structs.replace(final, content_hash=content_hash(final, hashes))
+    atomic_write(
+        directory / MANIFEST,
+        msgspec.json.encode(final, order="deterministic"),
+        point="snapshot.manifest",
+    )
+    fsync_dir(directory.parent)
+    crash_point("snapshot.committed")
+    return final
+
+
+def _write_files(
+    directory: Path,
+    manifest: SnapshotManifest,
+    documents: Sequence[DocumentRecord],
+    vectors: Sequence[npt.NDArray[np.floating]],
+    prepared: Sequence[PreparedDocument | None],
+    parent: Path | None,
+    k1: float,
+    b: float,
+    exact_search_max_blocks: int,
+    part_counts: list[npt.NDArray[np.int64]] | None,
+    probes: npt.NDArray[np.floating] | None,
+    probes_version: str,
+) -> _Written:
+    """Every file of the snapshot but its manifest."""
     layouts = [
         blockstore.layout(doc) if ready is None else ready.blocks
         for doc, ready in zip(documents, prepared, strict=True)
@@ -455,41 +534,7 @@ def _build(
         part_scoring=layout.scoring,
     )
     sizes[HEADER] = write_new_file(directory / HEADER, msgspec.msgpack.encode(header))
-    fsync_dir(directory)
-    crash_point("snapshot.files:after-dir-fsync")
-
-    final = msgspec.structs.replace(
-        manifest,
-        format_version=SNAPSHOT_FORMAT,
-        documents=tuple(
-            ManifestDocument(
-                doc_id=d.doc_id,
-                source=d.source,
-                content_hash=d.content_hash,
-                blocks=len(d.blocks),
-                warnings=0 if d.report is None else len(d.report.warnings),
-                parse_seconds=None if d.report is None else d.report.parse_seconds,
-            )
-            for d in documents
-        ),
-        tokenizer_version=manifest.tokenizer_version or TOKENIZER_VERSION,
-        vector_index=kind,
-        stats=msgspec.structs.replace(manifest.stats, blocks_indexed=n_blocks),
-        vector_graph=graph_build,
-        similarity_floor=floor if floor is not None else manifest.similarity_floor,
-        files=dict(sorted(sizes.items())),
-        content_hash="",
-    )
-    hashes = {name: file_sha256(directory / name) for name in sizes}
-    final = msgspec.structs.replace(final, content_hash=content_hash(final, hashes))
-    atomic_write(
-        directory / MANIFEST,
-        msgspec.json.encode(final, order="deterministic"),
-        point="snapshot.manifest",
-    )
-    fsync_dir(directory.parent)
-    crash_point("snapshot.committed")
-    return final
+    return _Written(sizes, kind, graph_build, floor, n_blocks)
 
 
 def _carry_source(parent: Path | None) -> Snapshot | None:
