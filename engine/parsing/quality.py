@@ -91,4 +91,3 @@ def page_quality(texts: list[str], controls: int = 0) -> PageQuality:
         letters = _letters(collapsed)
         total = len(collapsed)
     return PageQuality(chars=chars, debris=debris, letters=letters, collapsed=total)
-
