@@ -3,6 +3,9 @@
 Replicas are perturbed, not deduplicated: every block of copy k gets a distinct marker token
 (`r{k}x{i}`) so texts, hashes and BM25 statistics differ per copy. Vectors are random unit
 vectors (seeded) unless real ones are passed — the index work does not depend on their meaning.
+With `topics`, each block's vectors lie near one of that many random topic directions, as real
+embeddings cluster by subject: an approximate (HNSW) search then finds a query's neighbours as
+it does on real vectors, where on uniformly random ones it finds next to none of them.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
 from bench.runner import CORPUS
 from index.records import (
@@ -32,6 +36,10 @@ from index.snapshot import Snapshot, build_snapshot
 
 BLOCKS_PER_DOC = 500
 SECTION_BLOCKS = 8
+# With topics, a vector is TOPIC_WEIGHT of its topic's direction plus noise of the rest (unit
+# length either way): ~0.6 from its topic, ~0.36 from another vector of the same topic, ~0
+# from the others; the sentence windows of one block share its topic.
+TOPIC_WEIGHT = 0.6
 
 
 def corpus_paragraphs() -> list[str]:
@@ -112,20 +120,28 @@ def build_synthetic(
     parent: Path | None = None,
     extra_blocks: int = 0,
     parts_per_block: int = 0,
+    topics: int = 0,
 ) -> SnapshotManifest:
     """The snapshot of `n_blocks` synthetic blocks; `extra_blocks` > 0 adds one more document
     of that many blocks after them (the same first documents and vectors as without it, so
     with `parent` the build is a one-document add). `parts_per_block` > 0 stores that many
-    vectors per block (a sentence-window layout) instead of one."""
+    vectors per block (a sentence-window layout) instead of one. `topics` > 0 clusters the vectors
+    around that many topic directions (see the module's docstring)."""
     rng = np.random.default_rng(seed)
+    centres = _unit(rng.standard_normal((topics, dim)).astype(np.float32)) if topics else None
     docs = list(_records(n_blocks))
     if extra_blocks:
         docs += list(_records(extra_blocks, first_doc=len(docs)))[:1]
     vectors = []
     for doc in docs:
         rows = len(doc.blocks) * max(1, parts_per_block)
-        v = rng.standard_normal((rows, dim)).astype(np.float32)
-        vectors.append(v / np.linalg.norm(v, axis=1, keepdims=True))
+        v = _unit(rng.standard_normal((rows, dim)).astype(np.float32))
+        if centres is not None:
+            per_block = rows // len(doc.blocks)
+            topic = np.repeat(rng.integers(0, topics, size=len(doc.blocks)), per_block)
+            noise = np.sqrt(1.0 - TOPIC_WEIGHT**2)
+            v = _unit(TOPIC_WEIGHT * centres[topic] + noise * v)
+        vectors.append(v)
     counts = None
     layout = None
     if parts_per_block:
@@ -160,6 +176,11 @@ def build_synthetic(
         exact_search_max_blocks=exact_search_max_blocks,
         part_counts=counts,
     )
+
+
+def _unit(v: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    out: npt.NDArray[np.float32] = v / np.linalg.norm(v, axis=1, keepdims=True)
+    return out
 
 
 def kept_synthetic(
