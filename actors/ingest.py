@@ -19,7 +19,7 @@ import anyio
 import anyio.to_thread
 import msgspec
 import numpy as np
-from anyio.abc import ObjectReceiveStream, ObjectSendStream
+from anyio.abc import ObjectReceiveStream, ObjectSendStream, TaskGroup
 
 from actors.catalog import Catalog
 from actors.discovery import Target, discover, format_of
@@ -98,6 +98,7 @@ class _Parsed:
     prepared: PreparedDocument | None = None  # the build's work for it, done by its worker
     # its texts to embed and how many each block has, cut by its worker (see Chunking.layout)
     parts: tuple[list[str], np.ndarray] | None = None
+    prepared_apart: bool = False  # its preparation comes to the batch apart (_prepare_apart)
 
 
 @dataclass
@@ -108,6 +109,7 @@ class _Embedded:
     reused: bool = False
     prepared: PreparedDocument | None = None
     part_counts: np.ndarray | None = None  # vectors per block, with several per block
+    prepared_apart: bool = False
 
 
 @dataclass
@@ -341,6 +343,7 @@ class Ingest:
                         parent,
                         parent_docs,
                         batch,
+                        tg,
                     )
 
     async def _re_embed_stage(
@@ -368,11 +371,12 @@ class Ingest:
         parent: Snapshot | None,
         parent_docs: ParentDocuments | None,
         batch: _Batch,
+        preparing: TaskGroup,
     ) -> None:
         async with work, out:
             async for target in work:
                 await self.gate.wait()
-                parsed = await self._parse_one(target, parent, parent_docs, batch)
+                parsed = await self._parse_one(target, parent, parent_docs, batch, preparing)
                 if parsed is not None:
                     await out.send(parsed)
 
@@ -382,7 +386,10 @@ class Ingest:
         parent: Snapshot | None,
         parent_docs: ParentDocuments | None,
         batch: _Batch,
+        preparing: TaskGroup,
     ) -> _Parsed | None:
+        """The document read, from the parent, the document cache or the file; a document
+        read as page ranges is prepared for the build apart, in a task of `preparing`."""
         self.report.document(target.source, "parsing")
         try:
             content_hash = await anyio.to_thread.run_sync(file_sha256, target.path)
@@ -428,6 +435,7 @@ class Ingest:
             parser_version=parser_version,
             target_tokens=self.config.ingest.block_target_tokens,
             layout=self.layout,
+            prepare_apart=True,
         )
         try:
             with anyio.fail_after(PARSE_TIMEOUT_S):
@@ -470,7 +478,19 @@ class Ingest:
         self.report.parsed(target.source, record)
         await anyio.to_thread.run_sync(self.documents.put, key, record)
         parts = finished.parts if finished.layout == self.layout else None
+        if finished.prepared is None:
+            preparing.start_soon(self._prepare_apart, target.source, record, batch)
+            return _Parsed(target, record, parts=parts, prepared_apart=True)
         return _Parsed(target, record, prepared=finished.prepared, parts=parts)
+
+    async def _prepare_apart(self, source: str, record: DocumentRecord, batch: _Batch) -> None:
+        """The build's preparation of a document its worker returned without it: in a worker
+        while this process looks its vectors up (here, in a thread, if that worker breaks)."""
+        try:
+            prepared = await self.parse_pool.prepare(record, self._rank.get(source, 0))
+        except anyio.BrokenWorkerProcess:
+            prepared = await anyio.to_thread.run_sync(prepare_document, record)
+        batch.prepared[source] = prepared
 
     async def _probe_vectors(self) -> np.ndarray | None:
         """The calibration probes (engine/embedding/probes.py) embedded like queries, from the
@@ -562,6 +582,7 @@ class Ingest:
                         outcome.vectors,
                         prepared=item.prepared,
                         part_counts=counts,
+                        prepared_apart=item.prepared_apart,
                     )
                 )
 
@@ -571,7 +592,8 @@ class Ingest:
                 batch.ok[item.target.source] = item
                 if item.prepared is not None:
                     batch.prepared[item.target.source] = item.prepared
-                elif not item.reused:  # from the document cache; reused ones are carried over
+                elif not item.reused and not item.prepared_apart:
+                    # from the document cache; reused ones are carried over
                     batch.prepared[item.target.source] = await anyio.to_thread.run_sync(
                         prepare_document, item.record
                     )

@@ -46,7 +46,14 @@ from engine.parsing import (
 )
 from engine.parsing.ocr_signals import PageCounts, pause_file
 from engine.tokens import TokenCounter, preload
-from index.prepared import PreparedDocument, prepare_document
+from index import blockstore
+from index.prepared import (
+    PreparedDocument,
+    PreparedParts,
+    prepare_document,
+    prepared_from,
+    prepared_parts,
+)
 from index.records import DocumentRecord, VectorLayout
 
 T = TypeVar("T")
@@ -148,16 +155,21 @@ class Chunking:
     # blocks into the parts to embed (engine.embedding.windows.part_texts), off the app's
     # process, which otherwise does it for every document while the workers wait.
     layout: VectorLayout | None = None
+    # A PDF read as page ranges comes back without its preparation for the build, which the
+    # caller then asks of the pool (`ParsePool.prepare`): the app looks its vectors up while
+    # a worker prepares it, instead of after.
+    prepare_apart: bool = False
 
 
 @dataclass(frozen=True)
 class Finished:
-    """A document as a worker returns it: its blocks, the build's per-document work, and
-    the texts to embed with how many each block has (`part_texts` under `layout`, for a
-    layout of several vectors per block; else None)."""
+    """A document as a worker returns it: its blocks, the build's per-document work (None
+    when it is to be asked apart, see Chunking.prepare_apart), and the texts to embed with
+    how many each block has (`part_texts` under `layout`, for a layout of several vectors per
+    block; else None)."""
 
     record: DocumentRecord
-    prepared: PreparedDocument
+    prepared: PreparedDocument | None
     parts: tuple[list[str], npt.NDArray[np.int64]] | None = None
     layout: VectorLayout | None = None
 
@@ -165,9 +177,11 @@ class Finished:
 # -- run in the worker processes ----------------------------------------------------------------
 
 
-def _finish(parsed: ParsedDocument, chunking: Chunking, parse_seconds: float) -> Finished:
-    """Chunk and prepare (`parse_seconds`: how long reading it took, for its import report);
-    raises only ChunkError (a bug in either fails this document alone)."""
+def _finish(
+    parsed: ParsedDocument, chunking: Chunking, parse_seconds: float, prepare: bool = True
+) -> Finished:
+    """Chunk and (with `prepare`) prepare (`parse_seconds`: how long reading it took, for its
+    import report); raises only ChunkError (a bug in either fails this document alone)."""
     try:
         record = chunk_document(
             parsed,
@@ -183,9 +197,12 @@ def _finish(parsed: ParsedDocument, chunking: Chunking, parse_seconds: float) ->
         parts = None
         if layout is not None and layout.granularity != "block":
             parts = part_texts(record, layout)
-        return Finished(
-            record=record, prepared=prepare_document(record), parts=parts, layout=layout
-        )
+        if prepare:
+            prepared = prepare_document(record)
+        else:  # a record no snapshot may hold still fails here, where it was chunked
+            prepared = None
+            blockstore.ordered_blocks(record)
+        return Finished(record=record, prepared=prepared, parts=parts, layout=layout)
     except ChunkError:
         raise
     except Exception as exc:
@@ -221,7 +238,16 @@ def _assemble(
         started = time.perf_counter()
         parsed = assemble_pdf(path, limits, plan, parts)
         read = sum(part.seconds for part in parts)  # in the workers that read the ranges
-        return _finish(parsed, chunking, read + time.perf_counter() - started)
+        seconds = read + time.perf_counter() - started
+        return _finish(parsed, chunking, seconds, prepare=not chunking.prepare_apart)
+
+
+def _prepare(encoded: bytes) -> PreparedParts:
+    """The costly part of a document's preparation for the build (its record as msgpack,
+    which both sides encode and decode far faster than pickle)."""
+    release_kept_pdf()
+    with gc_paused():
+        return prepared_parts(msgspec.msgpack.decode(encoded, type=DocumentRecord))
 
 
 def _warm(hold_s: float) -> None:
@@ -377,6 +403,16 @@ class ParsePool:
         finally:  # give back any ticket not held to the end (cancelled before its turn)
             for ticket in [*tickets, *([finish] if finish is not None else [])]:
                 self._slots.withdraw(ticket)
+
+    async def prepare(self, record: DocumentRecord, rank: int) -> PreparedDocument:
+        """`prepare_document(record)` for a document that came back without it (see
+        Chunking.prepare_apart), its costly part done in a worker process as urgently as
+        finishing a document. Raises ValueError as prepare_document, or
+        anyio.BrokenWorkerProcess."""
+        ticket = self._slots.ask((_FINISH, -(record.pages or 0), rank, 1))
+        encoded = msgspec.msgpack.encode(record)
+        parts = await self._in_worker(ticket, _prepare, encoded)
+        return prepared_from(record, parts)
 
 
 async def warm_parse_workers(processes: int | None = None, hold_s: float = 0.2) -> None:

@@ -7,6 +7,8 @@ snapshot files are byte for byte the same with or without it. It holds no file h
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import numpy.typing as npt
 
@@ -82,6 +84,16 @@ class PreparedDocument:
             )
 
 
+class PreparedParts(NamedTuple):
+    """The costly part of a preparation (folded text, BM25 term counts, vector keys): what
+    another process computes from a record and hands back (`prepared_parts`), to be joined to
+    that record where it is (`prepared_from`)."""
+
+    folded: FoldedBlocks
+    counts: TermCounts
+    keys: npt.NDArray[np.uint64]
+
+
 def prepare_document(record: DocumentRecord) -> PreparedDocument:
     """Everything a snapshot build computes for `record` alone.
 
@@ -92,6 +104,24 @@ def prepare_document(record: DocumentRecord) -> PreparedDocument:
 
 def prepare_laid_out(record: DocumentRecord, blocks: BlockLayout) -> PreparedDocument:
     """`prepare_document` of a record whose `blockstore.layout` is already known."""
+    return PreparedDocument(record, blocks, *_parts(record, blocks))
+
+
+def prepared_parts(record: DocumentRecord) -> PreparedParts:
+    """The costly part of `prepare_document(record)`; ValueError as it."""
+    return _parts(record, blockstore.layout(record))
+
+
+def prepared_from(record: DocumentRecord, parts: PreparedParts) -> PreparedDocument:
+    """`prepare_document(record)` from `prepared_parts` of an equal record (only the block
+    layout, a cheap pass, is made here)."""
+    blocks = blockstore.layout(record)
+    if len(parts.keys) != len(blocks.blocks) or len(parts.folded.lengths) != len(blocks.blocks):
+        raise ValueError(f"the prepared parts of {record.doc_id!r} are of another record")
+    return PreparedDocument(record, blocks, *parts)
+
+
+def _parts(record: DocumentRecord, blocks: BlockLayout) -> PreparedParts:
     folds, folded = blockstore.fold_blocks(blocks.blocks)
     # A block's BM25 tokens are those of "section title\ntext": the bag of its section's
     # folded title (folded once per section) plus the bag of its folded text.
@@ -100,7 +130,7 @@ def prepare_laid_out(record: DocumentRecord, blocks: BlockLayout) -> PreparedDoc
         titles[b.section] + folded_tokens(text)
         for b, text in zip(blocks.blocks, folds, strict=True)
     )
-    return PreparedDocument(record, blocks, folded, counts, vector_keys(record.doc_id, blocks))
+    return PreparedParts(folded, counts, vector_keys(record.doc_id, blocks))
 
 
 def vector_keys(doc_id: str, blocks: BlockLayout) -> npt.NDArray[np.uint64]:

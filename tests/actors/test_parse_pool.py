@@ -21,6 +21,7 @@ from engine.errors import ChunkError
 from engine.parsing import PARSER_VERSIONS, ParseError, ParseLimits, parse_file
 from engine.tokens import TokenCounter
 from index.fsutil import file_sha256
+from index.prepared import prepare_document
 from index.records import DocumentRecord, VectorLayout
 from tests.corpus import DOCS
 
@@ -168,6 +169,27 @@ async def test_workers_return_documents_chunked_and_prepared_as_in_one_process(
         assert msgspec.json.encode(untimed(got.record)) == msgspec.json.encode(expected)
         assert got.prepared is not None
         got.prepared.check(got.record)  # the preparation is of this very record
+
+
+async def test_a_long_pdf_can_come_back_unprepared_and_be_prepared_apart_alike() -> None:
+    """A PDF read as page ranges, asked to be prepared apart, comes back without its
+    preparation; the pool's preparation of its record is the one a single process makes (and
+    the build accepts it for that record)."""
+    pool = ParsePool(processes=2)
+    pdf = DOCS / "lshort-zh-cn.pdf"
+    chunking = dataclasses.replace(_chunking(pdf), prepare_apart=True)
+    finished = await pool.document(pdf, ParseLimits(), 0, chunking)
+    assert finished.prepared is None
+    apart = await pool.prepare(finished.record, 0)
+    apart.check(finished.record)
+    alone = prepare_document(finished.record)
+    assert apart.folded.data == alone.folded.data
+    assert apart.folded.lengths.tolist() == alone.folded.lengths.tolist()
+    assert apart.keys.tolist() == alone.keys.tolist()
+    assert apart.counts.terms == alone.counts.terms
+    for mine, theirs in zip(apart.counts[1:], alone.counts[1:], strict=True):
+        assert mine.tolist() == theirs.tolist()
+    assert apart.blocks.text == alone.blocks.text
 
 
 async def test_a_failing_document_fails_with_its_reason_and_the_pool_goes_on(
