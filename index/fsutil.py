@@ -16,6 +16,7 @@ import mmap
 import os
 import shutil
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -50,7 +51,19 @@ def fsync_dir(directory: Path) -> None:
 
 # The files written inside `synced_together`, with their crash-point labels (None outside).
 _to_sync: ContextVar[list[tuple[Path, str | None]] | None] = ContextVar("_to_sync", default=None)
-_SYNC_THREADS = 8  # fsyncs in flight at once at the end of `synced_together`
+_IO_THREADS = 4  # fsyncs (and hashes) in flight at once; the disk batches them
+_io_pool: ThreadPoolExecutor | None = None
+_io_pool_lock = threading.Lock()
+
+
+def _threads() -> ThreadPoolExecutor:
+    """The threads that fsync and hash files together, started on first use and kept (a
+    build would otherwise spend more starting them than the fsyncs take)."""
+    global _io_pool
+    with _io_pool_lock:
+        if _io_pool is None:
+            _io_pool = ThreadPoolExecutor(_IO_THREADS, thread_name_prefix="citewise-io")
+        return _io_pool
 
 
 @contextlib.contextmanager
@@ -70,9 +83,8 @@ def synced_together() -> Iterator[None]:
         for path, point in pending:
             _fsync_path(path, point)
         return
-    with ThreadPoolExecutor(min(_SYNC_THREADS, len(pending))) as pool:
-        for done in [pool.submit(_fsync_path, path, point) for path, point in pending]:
-            done.result()
+    for done in [_threads().submit(_fsync_path, path, point) for path, point in pending]:
+        done.result()
 
 
 def _fsync_path(path: Path, point: str | None) -> None:
@@ -124,8 +136,7 @@ def files_sha256(paths: Sequence[Path]) -> list[str]:
     releases the GIL)."""
     if len(paths) < 2:
         return [file_sha256(path) for path in paths]
-    with ThreadPoolExecutor(min(_SYNC_THREADS, len(paths))) as pool:
-        return list(pool.map(file_sha256, paths))
+    return list(_threads().map(file_sha256, paths))
 
 
 def _with_retry(operation: Callable[[], None]) -> None:
