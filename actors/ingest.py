@@ -479,17 +479,20 @@ class Ingest:
         await anyio.to_thread.run_sync(self.documents.put, key, record)
         parts = finished.parts if finished.layout == self.layout else None
         if finished.prepared is None:
-            preparing.start_soon(self._prepare_apart, target.source, record, batch)
+            counts = None if parts is None else parts[1]
+            preparing.start_soon(self._prepare_apart, target.source, record, counts, batch)
             return _Parsed(target, record, parts=parts, prepared_apart=True)
         return _Parsed(target, record, prepared=finished.prepared, parts=parts)
 
-    async def _prepare_apart(self, source: str, record: DocumentRecord, batch: _Batch) -> None:
+    async def _prepare_apart(
+        self, source: str, record: DocumentRecord, counts: np.ndarray | None, batch: _Batch
+    ) -> None:
         """The build's preparation of a document its worker returned without it: in a worker
         while this process looks its vectors up (here, in a thread, if that worker breaks)."""
         try:
-            prepared = await self.parse_pool.prepare(record, self._rank.get(source, 0))
+            prepared = await self.parse_pool.prepare(record, self._rank.get(source, 0), counts)
         except anyio.BrokenWorkerProcess:
-            prepared = await anyio.to_thread.run_sync(prepare_document, record)
+            prepared = await anyio.to_thread.run_sync(prepare_document, record, counts)
         batch.prepared[source] = prepared
 
     async def _probe_vectors(self) -> np.ndarray | None:
@@ -595,7 +598,7 @@ class Ingest:
                 elif not item.reused and not item.prepared_apart:
                     # from the document cache; reused ones are carried over
                     batch.prepared[item.target.source] = await anyio.to_thread.run_sync(
-                        prepare_document, item.record
+                        prepare_document, item.record, item.part_counts
                     )
                 await anyio.to_thread.run_sync(
                     self.journal.record,

@@ -198,7 +198,7 @@ def _finish(
         if layout is not None and layout.granularity != "block":
             parts = part_texts(record, layout)
         if prepare:
-            prepared = prepare_document(record)
+            prepared = prepare_document(record, None if parts is None else parts[1])
         else:  # a record no snapshot may hold still fails here, where it was chunked
             prepared = None
             blockstore.ordered_blocks(record)
@@ -242,12 +242,13 @@ def _assemble(
         return _finish(parsed, chunking, seconds, prepare=not chunking.prepare_apart)
 
 
-def _prepare(encoded: bytes) -> PreparedParts:
+def _prepare(encoded: bytes, part_counts: npt.NDArray[np.int64] | None) -> PreparedParts:
     """The costly part of a document's preparation for the build (its record as msgpack,
     which both sides encode and decode far faster than pickle)."""
     release_kept_pdf()
     with gc_paused():
-        return prepared_parts(msgspec.msgpack.decode(encoded, type=DocumentRecord))
+        record = msgspec.msgpack.decode(encoded, type=DocumentRecord)
+        return prepared_parts(record, part_counts)
 
 
 def _warm(hold_s: float) -> None:
@@ -404,14 +405,19 @@ class ParsePool:
             for ticket in [*tickets, *([finish] if finish is not None else [])]:
                 self._slots.withdraw(ticket)
 
-    async def prepare(self, record: DocumentRecord, rank: int) -> PreparedDocument:
-        """`prepare_document(record)` for a document that came back without it (see
-        Chunking.prepare_apart), its costly part done in a worker process as urgently as
+    async def prepare(
+        self,
+        record: DocumentRecord,
+        rank: int,
+        part_counts: npt.NDArray[np.int64] | None = None,
+    ) -> PreparedDocument:
+        """`prepare_document(record, part_counts)` for a document that came back without it
+        (see Chunking.prepare_apart), its costly part done in a worker process as urgently as
         finishing a document. Raises ValueError as prepare_document, or
         anyio.BrokenWorkerProcess."""
         ticket = self._slots.ask((_FINISH, -(record.pages or 0), rank, 1))
         encoded = msgspec.msgpack.encode(record)
-        parts = await self._in_worker(ticket, _prepare, encoded)
+        parts = await self._in_worker(ticket, _prepare, encoded, part_counts)
         return prepared_from(record, parts)
 
 

@@ -34,7 +34,7 @@ from index.fsutil import (
     synced_together,
     write_new_file,
 )
-from index.prepared import PreparedDocument, prepare_laid_out, vector_keys
+from index.prepared import PreparedDocument, part_keys, prepare_laid_out, vector_keys
 from index.records import (
     SNAPSHOT_FORMAT,
     DocumentRecord,
@@ -61,7 +61,6 @@ from index.vectors import (
     VectorKind,
     best_block_scores,
     calibrate_floor,
-    part_key,
     write_vectors,
 )
 
@@ -321,26 +320,22 @@ def _vector_rows(
     blocks: blockstore.BlockLayout,
     rows: npt.NDArray[np.floating],
     counts: npt.NDArray[np.int64] | None,
+    keys: npt.NDArray[np.uint64] | None = None,
 ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.uint64], npt.NDArray[np.int64]]:
-    """(rows in block-ordinal order, their keys, parts per block in ordinal order)."""
+    """(rows in block-ordinal order, their keys, parts per block in ordinal order); `keys`,
+    when given, are those keys as the document's preparation made them."""
     order = np.asarray(blocks.order, dtype=np.int64)
     if counts is None:
-        keys = vector_keys(doc.doc_id, blocks)
+        if keys is None:
+            keys = vector_keys(doc.doc_id, blocks)
         return np.asarray(rows, dtype=np.float32)[order], keys, np.ones(len(order), np.int64)
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     ordered = counts[order]
     total = int(ordered.sum())
     base = np.repeat(starts[order] - (np.cumsum(ordered) - ordered), ordered)
     index = base + np.arange(total)
-    keys = np.fromiter(
-        (
-            part_key(doc.doc_id, block.block_id, j)
-            for block, n in zip(blocks.blocks, ordered.tolist(), strict=True)
-            for j in range(n)
-        ),
-        np.uint64,
-        total,
-    )
+    if keys is None:
+        keys = part_keys(doc.doc_id, blocks, counts)
     return np.asarray(rows, dtype=np.float32)[index], keys, ordered
 
 
@@ -468,7 +463,7 @@ def _write_files(
         sections = section_paths_file(
             documents,
             [blocks.blocks for blocks in layouts],
-            _carried_section_counts(work, source),
+            _known_section_counts(work, source),
         )
     finally:
         if source is not None:
@@ -490,9 +485,10 @@ def _write_files(
             zip(documents, layouts, work, vectors, strict=True)
         ):
             counts = None if part_counts is None else part_counts[i]
-            ordered, keys, parts = _vector_rows(doc, blocks, rows, counts)
-            if counts is None and isinstance(item, PreparedDocument):
-                keys = item.keys
+            known = None
+            if isinstance(item, PreparedDocument):
+                known = item.keys if counts is None else item.part_keys_for(counts)
+            ordered, keys, parts = _vector_rows(doc, blocks, rows, counts, known)
             pieces.append(ordered)
             key_pieces.append(keys)
             per_block.append(parts)
@@ -552,14 +548,18 @@ def _carry_source(parent: Path | None) -> Snapshot | None:
     return source
 
 
-def _carried_section_counts(
+def _known_section_counts(
     work: Sequence[PreparedDocument | int], parent: Snapshot | None
-) -> list[list[SectionCounts] | None] | None:
-    """Per document, its heading-path counts from the parent when carried over unchanged."""
+) -> list[list[SectionCounts] | None]:
+    """Per document, its heading-path counts as prepared, or from the parent when carried
+    over unchanged (None: not known, the build counts them)."""
     paths = None if parent is None else parent.section_paths()
-    if paths is None:
-        return None
-    return [paths.document_counts(item) if isinstance(item, int) else None for item in work]
+    return [
+        item.sections
+        if isinstance(item, PreparedDocument)
+        else (None if paths is None else paths.document_counts(item))
+        for item in work
+    ]
 
 
 def _bm25_items(

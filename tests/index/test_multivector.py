@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from index.prepared import prepare_document
 from index.records import (
     BlockRecord,
     DocumentRecord,
@@ -101,6 +102,42 @@ def build(directory: Path, docs: list[DocumentRecord], vectors: list[Any], count
         part_counts=counts,
         probes=probes,
     )
+
+
+def test_documents_prepared_with_their_part_counts_build_the_same_files(tmp_path: Path) -> None:
+    """Vector keys of the parts and heading-path counts made in a document's preparation
+    (as a parse worker makes them) give the very files a build computes itself; a
+    preparation made for other part counts is not used for them."""
+    doc = record("d1", 4)
+    shuffled = msgspec.structs.replace(doc, blocks=tuple(reversed(doc.blocks)))
+    counts = np.array([2, 1, 3, 1])
+    rows = random_units(int(counts.sum()), seed=4)
+    m = manifest()
+    assert m.retrieval is not None
+    built = []
+    for name, prepared in (
+        ("plain", None),
+        ("prepared", [prepare_document(shuffled, counts)]),
+        ("other-counts", [prepare_document(shuffled, np.array([1, 1, 1, 1]))]),
+    ):
+        built.append(
+            build_snapshot(
+                tmp_path / name,
+                m,
+                [shuffled],
+                [rows],
+                k1=1.2,
+                b=0.75,
+                exact_search_max_blocks=m.retrieval.exact_search_max_blocks,
+                part_counts=[counts],
+                prepared=prepared,
+            )
+        )
+    assert built[0].files == built[1].files == built[2].files
+    for name in built[0].files:
+        plain = (tmp_path / "plain" / name).read_bytes()
+        assert plain == (tmp_path / "prepared" / name).read_bytes(), name
+        assert plain == (tmp_path / "other-counts" / name).read_bytes(), name
 
 
 def test_every_part_maps_to_its_block_even_when_blocks_come_out_of_order(tmp_path: Path) -> None:
