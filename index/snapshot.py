@@ -7,9 +7,11 @@ sizes, never re-hashes; `verify_snapshot` re-hashes. Nothing here imports outsid
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import shutil
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
 from typing import NamedTuple, Self
@@ -429,99 +431,74 @@ def _write_files(
     probes: npt.NDArray[np.floating] | None,
     probes_version: str,
 ) -> _Written:
-    """Every file of the snapshot but its manifest."""
+    """Every file of the snapshot but its manifest. The vector files (numpy, which releases
+    the GIL) are written in a thread beside the block store, BM25 and heading-path files."""
     layouts = [
         blockstore.layout(doc) if ready is None else ready.blocks
         for doc, ready in zip(documents, prepared, strict=True)
     ]
+    n_blocks = sum(len(blocks.blocks) for blocks in layouts)
     # Documents the parent holds byte for byte keep its folded text and BM25 postings, unless
     # they come prepared; the others are prepared here.
     source = _carry_source(parent)
-    try:
-        store = None if source is None else source._store()
-        work: list[PreparedDocument | int] = []
-        for doc, blocks, ready in zip(documents, layouts, prepared, strict=True):
-            if ready is None:
-                same = blockstore.same_in_parent(store, doc, blocks)
-                work.append(prepare_laid_out(doc, blocks) if same is None else same)
-            else:
-                work.append(ready)
-        sizes = blockstore.write_block_store(
-            directory,
-            documents,
-            layouts,
-            [w if isinstance(w, int) else w.folded for w in work],
-            store,
-        )
-        bm25_sizes, bm25_stats = bm25.write_bm25(
-            directory,
-            _bm25_items(work, store),
-            k1=k1,
-            b=b,
-            parent=None if source is None else source._bm25,
-        )
-        sections = section_paths_file(
-            documents,
-            [blocks.blocks for blocks in layouts],
-            _known_section_counts(work, source),
-        )
-    finally:
-        if source is not None:
-            source.close()
-    sizes.update(bm25_sizes)
-    sizes[SECTION_PATHS] = write_new_file(directory / SECTION_PATHS, sections)
-    n_blocks = sum(len(blocks.blocks) for blocks in layouts)
-    kind: VectorKind = "none"
-    graph_build: GraphBuild | None = None
-    dim = manifest.embedding.dimensions if manifest.embedding else 0
-    n_vectors = 0
-    floor: SimilarityFloor | None = None
-    layout = manifest.vector_layout or VectorLayout()
-    if manifest.embedding is not None:
-        pieces: list[npt.NDArray[np.float32]] = []
-        key_pieces: list[npt.NDArray[np.uint64]] = []
-        per_block: list[npt.NDArray[np.int64]] = []
-        for i, (doc, blocks, item, rows) in enumerate(
-            zip(documents, layouts, work, vectors, strict=True)
-        ):
-            counts = None if part_counts is None else part_counts[i]
-            known = None
-            if isinstance(item, PreparedDocument):
-                known = item.keys if counts is None else item.part_keys_for(counts)
-            ordered, keys, parts = _vector_rows(doc, blocks, rows, counts, known)
-            pieces.append(ordered)
-            key_pieces.append(keys)
-            per_block.append(parts)
-        matrix = np.concatenate(pieces) if pieces else np.zeros((0, dim), np.float32)
-        all_keys = np.concatenate(key_pieces) if key_pieces else np.zeros(0, np.uint64)
-        parts_per_block = np.concatenate(per_block) if per_block else np.zeros(0, np.int64)
-        part_blocks = None
-        if part_counts is not None:
-            n_vectors = len(matrix)
-            part_blocks = np.repeat(np.arange(n_blocks, dtype=np.uint32), parts_per_block)
-        vector_sizes, kind, graph_build = write_vectors(
-            directory,
-            matrix,
-            all_keys,
-            exact_search_max_blocks=exact_search_max_blocks,
-            parent=_graph_parent(parent, manifest),
-            part_blocks=part_blocks,
-        )
-        sizes.update(vector_sizes)
-        if probes is not None:
-            row_start = np.concatenate([[0], np.cumsum(parts_per_block)]).astype(np.int64)
-            floor = calibrate_floor(
-                best_block_scores(
-                    matrix.astype(np.float16), row_start, np.asarray(probes), layout.scoring
-                ),
-                manifest.retrieval.min_similarity if manifest.retrieval else 0.0,
+    with ThreadPoolExecutor(1, thread_name_prefix="citewise-vectors") as beside:
+        try:
+            store = None if source is None else source._store()
+            work: list[PreparedDocument | int] = []
+            for doc, blocks, ready in zip(documents, layouts, prepared, strict=True):
+                if ready is None:
+                    same = blockstore.same_in_parent(store, doc, blocks)
+                    work.append(prepare_laid_out(doc, blocks) if same is None else same)
+                else:
+                    work.append(ready)
+            # in this context: its files are fsynced with the others (synced_together)
+            vector_files = beside.submit(
+                contextvars.copy_context().run,
+                _write_vector_files,
+                directory,
+                manifest,
+                documents,
+                layouts,
+                work,
+                vectors,
+                part_counts,
+                probes,
                 probes_version,
+                exact_search_max_blocks,
+                _graph_parent(parent, manifest),
             )
+            sizes = blockstore.write_block_store(
+                directory,
+                documents,
+                layouts,
+                [w if isinstance(w, int) else w.folded for w in work],
+                store,
+            )
+            bm25_sizes, bm25_stats = bm25.write_bm25(
+                directory,
+                _bm25_items(work, store),
+                k1=k1,
+                b=b,
+                parent=None if source is None else source._bm25,
+            )
+            sections = section_paths_file(
+                documents,
+                [blocks.blocks for blocks in layouts],
+                _known_section_counts(work, source),
+            )
+        finally:
+            if source is not None:
+                source.close()
+        sizes.update(bm25_sizes)
+        sizes[SECTION_PATHS] = write_new_file(directory / SECTION_PATHS, sections)
+        vector_sizes, kind, graph_build, floor, n_vectors = vector_files.result()
+    sizes.update(vector_sizes)
+    layout = manifest.vector_layout or VectorLayout()
     header = SnapshotHeader(
         tokenizer_version=TOKENIZER_VERSION,
         n_documents=len(documents),
         n_blocks=n_blocks,
-        dim=dim,
+        dim=manifest.embedding.dimensions if manifest.embedding else 0,
         vector_index=kind,
         exact_search_max_blocks=exact_search_max_blocks,
         bm25=bm25_stats,
@@ -531,6 +508,69 @@ def _write_files(
     )
     sizes[HEADER] = write_new_file(directory / HEADER, msgspec.msgpack.encode(header))
     return _Written(sizes, kind, graph_build, floor, n_blocks)
+
+
+def _write_vector_files(
+    directory: Path,
+    manifest: SnapshotManifest,
+    documents: Sequence[DocumentRecord],
+    layouts: Sequence[blockstore.BlockLayout],
+    work: Sequence[PreparedDocument | int],
+    vectors: Sequence[npt.NDArray[np.floating]],
+    part_counts: list[npt.NDArray[np.int64]] | None,
+    probes: npt.NDArray[np.floating] | None,
+    probes_version: str,
+    exact_search_max_blocks: int,
+    graph_parent: Path | None,
+) -> tuple[dict[str, int], VectorKind, GraphBuild | None, SimilarityFloor | None, int]:
+    """The vector files (none without an embedding) and the similarity floor: (their sizes,
+    the vector index kind, how its graph was built, the floor, rows when several per block)."""
+    if manifest.embedding is None:
+        return {}, "none", None, None, 0
+    dim = manifest.embedding.dimensions
+    layout = manifest.vector_layout or VectorLayout()
+    pieces: list[npt.NDArray[np.float32]] = []
+    key_pieces: list[npt.NDArray[np.uint64]] = []
+    per_block: list[npt.NDArray[np.int64]] = []
+    for i, (doc, blocks, item, rows) in enumerate(
+        zip(documents, layouts, work, vectors, strict=True)
+    ):
+        counts = None if part_counts is None else part_counts[i]
+        known = None
+        if isinstance(item, PreparedDocument):
+            known = item.keys if counts is None else item.part_keys_for(counts)
+        ordered, keys, parts = _vector_rows(doc, blocks, rows, counts, known)
+        pieces.append(ordered)
+        key_pieces.append(keys)
+        per_block.append(parts)
+    matrix = np.concatenate(pieces) if pieces else np.zeros((0, dim), np.float32)
+    all_keys = np.concatenate(key_pieces) if key_pieces else np.zeros(0, np.uint64)
+    parts_per_block = np.concatenate(per_block) if per_block else np.zeros(0, np.int64)
+    n_vectors = 0
+    part_blocks = None
+    if part_counts is not None:
+        n_vectors = len(matrix)
+        n_blocks = sum(len(blocks.blocks) for blocks in layouts)
+        part_blocks = np.repeat(np.arange(n_blocks, dtype=np.uint32), parts_per_block)
+    sizes, kind, graph_build = write_vectors(
+        directory,
+        matrix,
+        all_keys,
+        exact_search_max_blocks=exact_search_max_blocks,
+        parent=graph_parent,
+        part_blocks=part_blocks,
+    )
+    floor = None
+    if probes is not None:
+        row_start = np.concatenate([[0], np.cumsum(parts_per_block)]).astype(np.int64)
+        floor = calibrate_floor(
+            best_block_scores(
+                matrix.astype(np.float16), row_start, np.asarray(probes), layout.scoring
+            ),
+            manifest.retrieval.min_similarity if manifest.retrieval else 0.0,
+            probes_version,
+        )
+    return sizes, kind, graph_build, floor, n_vectors
 
 
 def _carry_source(parent: Path | None) -> Snapshot | None:
