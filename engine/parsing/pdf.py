@@ -223,8 +223,12 @@ def _page_rows(page: Any) -> tuple[list[_RowTuple], int]:
                 # the same row: overlapping by over half the lower height, and to the right
                 # (Chinese or Japanese: or a little right of the last line's start, ending
                 # beyond it; Latin table cells that touch stay apart, as they always were)
-                overlap = min(py1, y1) - max(py0, y0)
-                lower = min(max(1.0, py1 - py0), max(1.0, y1 - y0))
+                # min() and max() spelled out: this runs for every line of every page
+                overlap = (y1 if y1 < py1 else py1) - (y0 if y0 > py0 else py0)
+                upper_h, lower_h = py1 - py0, y1 - y0
+                upper_h = upper_h if upper_h > 1.0 else 1.0
+                lower_h = lower_h if lower_h > 1.0 else 1.0
+                lower = lower_h if lower_h < upper_h else upper_h
                 if overlap > 0.5 * lower and (
                     x0 >= px1 - 2
                     or (
