@@ -303,6 +303,8 @@ class ParsePool:
 
     def __init__(self, processes: int | None = None) -> None:
         self._slots = PrioritySlots(processes or worker_processes())
+        # one event per document being planned now, set once its plan is known
+        self._planning: list[anyio.Event] = []
 
     async def _in_worker(self, ticket: _Ticket, func: Callable[..., T], *args: object) -> T:
         async with self._slots.hold(ticket):
@@ -384,7 +386,19 @@ class ParsePool:
         # The plan's slot is given back only once this document's work is queued, so it goes
         # to the most urgent work then waiting, which may be this document's own.
         async with self._slots.hold(self._slots.ask((_PLAN, 0, rank, 0))):
-            plan = await _in_process(_plan, path, limits)
+            planned = anyio.Event()
+            self._planning.append(planned)
+            try:
+                plan = await _in_process(_plan, path, limits)
+            finally:
+                self._planning.remove(planned)
+                planned.set()
+            # A document planned meanwhile may be the longer one: once it has queued its
+            # ranges, the longest document's go first, so its finishing (the longest work of
+            # all) starts early. (Only plans already running are waited for, and each is
+            # marked known before its own wait: none waits for a plan that waits back.)
+            for other in list(self._planning):
+                await other.wait()
             if plan is None:
                 whole = self._slots.ask((_WORK, 0, rank, 0))
             else:
