@@ -323,14 +323,15 @@ def _vector_rows(
     rows: npt.NDArray[np.floating],
     counts: npt.NDArray[np.int64] | None,
     keys: npt.NDArray[np.uint64] | None = None,
-) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.uint64], npt.NDArray[np.int64]]:
-    """(rows in block-ordinal order, their keys, parts per block in ordinal order); `keys`,
-    when given, are those keys as the document's preparation made them."""
+) -> tuple[npt.NDArray[np.float16], npt.NDArray[np.uint64], npt.NDArray[np.int64]]:
+    """(rows in block-ordinal order, as the float16 the snapshot stores, their keys, parts per
+    block in ordinal order); `keys`, when given, are those keys as the document's preparation
+    made them."""
     order = np.asarray(blocks.order, dtype=np.int64)
     if counts is None:
         if keys is None:
             keys = vector_keys(doc.doc_id, blocks)
-        return np.asarray(rows, dtype=np.float32)[order], keys, np.ones(len(order), np.int64)
+        return _halves(np.asarray(rows)[order]), keys, np.ones(len(order), np.int64)
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     ordered = counts[order]
     total = int(ordered.sum())
@@ -338,7 +339,12 @@ def _vector_rows(
     index = base + np.arange(total)
     if keys is None:
         keys = part_keys(doc.doc_id, blocks, counts)
-    return np.asarray(rows, dtype=np.float32)[index], keys, ordered
+    return _halves(np.asarray(rows)[index]), keys, ordered
+
+
+def _halves(rows: npt.NDArray[np.floating]) -> npt.NDArray[np.float16]:
+    """Rows as the snapshot stores them (float16: each value rounds alike, whenever it is)."""
+    return np.asarray(np.asarray(rows, dtype=np.float32), dtype="<f2")
 
 
 class _Written(NamedTuple):
@@ -529,7 +535,7 @@ def _write_vector_files(
         return {}, "none", None, None, 0
     dim = manifest.embedding.dimensions
     layout = manifest.vector_layout or VectorLayout()
-    pieces: list[npt.NDArray[np.float32]] = []
+    pieces: list[npt.NDArray[np.float16]] = []
     key_pieces: list[npt.NDArray[np.uint64]] = []
     per_block: list[npt.NDArray[np.int64]] = []
     for i, (doc, blocks, item, rows) in enumerate(
@@ -543,7 +549,7 @@ def _write_vector_files(
         pieces.append(ordered)
         key_pieces.append(keys)
         per_block.append(parts)
-    matrix = np.concatenate(pieces) if pieces else np.zeros((0, dim), np.float32)
+    matrix = np.concatenate(pieces) if pieces else np.zeros((0, dim), "<f2")
     all_keys = np.concatenate(key_pieces) if key_pieces else np.zeros(0, np.uint64)
     parts_per_block = np.concatenate(per_block) if per_block else np.zeros(0, np.int64)
     n_vectors = 0
@@ -564,9 +570,7 @@ def _write_vector_files(
     if probes is not None:
         row_start = np.concatenate([[0], np.cumsum(parts_per_block)]).astype(np.int64)
         floor = calibrate_floor(
-            best_block_scores(
-                matrix.astype(np.float16), row_start, np.asarray(probes), layout.scoring
-            ),
+            best_block_scores(matrix, row_start, np.asarray(probes), layout.scoring),
             manifest.retrieval.min_similarity if manifest.retrieval else 0.0,
             probes_version,
         )

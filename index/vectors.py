@@ -97,7 +97,7 @@ def part_key(doc_id: str, block_id: str, part: int) -> int:
 
 def write_vectors(
     directory: Path,
-    matrix: npt.NDArray[np.float32],
+    matrix: npt.NDArray[np.floating],
     keys: npt.NDArray[np.uint64],
     *,
     exact_search_max_blocks: int,
@@ -106,7 +106,8 @@ def write_vectors(
     part_blocks: npt.NDArray[np.uint32] | None = None,
 ) -> tuple[dict[str, int], VectorKind, GraphBuild | None]:
     """Write the vector files for `matrix` (row = ordinal, or = part when `part_blocks` gives
-    each row's block ordinal, non-decreasing) whose keys are `keys`; the threshold counts rows.
+    each row's block ordinal, non-decreasing; stored as float16, so a float16 matrix is
+    written as it is) whose keys are `keys`; the threshold counts rows.
 
     `parent` is a snapshot directory with an HNSW graph of the same embedding; when given and
     an HNSW graph is needed, the parent's graph is loaded (the parent file is only read), keys
