@@ -476,11 +476,14 @@ class Ingest:
             return None
         record = finished.record
         self.report.parsed(target.source, record)
-        await anyio.to_thread.run_sync(self.documents.put, key, record)
         parts = finished.parts if finished.layout == self.layout else None
         if finished.prepared is None:
+            # asked of a worker first: while the document cache is written, the request goes
+            # out, before the look-up's long synchronous stretches hold this event loop
             counts = None if parts is None else parts[1]
             preparing.start_soon(self._prepare_apart, target.source, record, counts, batch)
+        await anyio.to_thread.run_sync(self.documents.put, key, record)
+        if finished.prepared is None:
             return _Parsed(target, record, parts=parts, prepared_apart=True)
         return _Parsed(target, record, prepared=finished.prepared, parts=parts)
 
