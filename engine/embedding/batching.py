@@ -114,17 +114,22 @@ async def embed_texts(
         cached = await anyio.to_thread.run_sync(
             functools.partial(cache.get_many, spec, hashes, scope=endpoint_scope)
         )
-    hits = tokens = 0
+    tokens = 0
     missing: list[tuple[str, str]] = []  # (text, hash)
+    hit_rows: list[int] = []
+    hit_vectors: list[Vectors] = []
     for text, h in zip(unique, hashes, strict=True):
         vector = cached.get(h)
         if vector is None:
             missing.append((text, h))
         else:
-            out[positions[text]] = vector
-            from_cache[positions[text]] = True
-            hits += len(positions[text])
-    done = hits
+            rows = positions[text]
+            hit_rows += rows
+            hit_vectors += [vector] * len(rows)
+    if hit_rows:  # one assignment: per text, numpy's indexing cost more than the lookup
+        out[hit_rows] = np.stack(hit_vectors)
+        from_cache[hit_rows] = True
+    hits = done = len(hit_rows)
 
     def report() -> None:
         if on_progress is not None:
