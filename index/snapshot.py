@@ -229,9 +229,7 @@ def build_snapshot(
     crash_point("snapshot.dir:after-fsync")
     built = False
     try:
-        final = _build(
-            directory,
-            manifest,
+        given = _BuildInput(
             documents,
             vectors,
             prepared,
@@ -243,6 +241,7 @@ def build_snapshot(
             probes,
             probes_version,
         )
+        final = _build(directory, manifest, given)
         built = True
     finally:
         if not built:
@@ -347,6 +346,22 @@ def _halves(rows: npt.NDArray[np.floating]) -> npt.NDArray[np.float16]:
     return np.asarray(np.asarray(rows, dtype=np.float32), dtype="<f2")
 
 
+class _BuildInput(NamedTuple):
+    """What build_snapshot was given, checked (part_counts: one array per document, or None
+    for one vector per block)."""
+
+    documents: Sequence[DocumentRecord]
+    vectors: Sequence[npt.NDArray[np.floating]]
+    prepared: Sequence[PreparedDocument | None]
+    parent: Path | None
+    k1: float
+    b: float
+    exact_search_max_blocks: int
+    part_counts: list[npt.NDArray[np.int64]] | None
+    probes: npt.NDArray[np.floating] | None
+    probes_version: str
+
+
 class _Written(NamedTuple):
     """What writing a snapshot's files found, for its manifest."""
 
@@ -357,35 +372,9 @@ class _Written(NamedTuple):
     n_blocks: int
 
 
-def _build(
-    directory: Path,
-    manifest: SnapshotManifest,
-    documents: Sequence[DocumentRecord],
-    vectors: Sequence[npt.NDArray[np.floating]],
-    prepared: Sequence[PreparedDocument | None],
-    parent: Path | None,
-    k1: float,
-    b: float,
-    exact_search_max_blocks: int,
-    part_counts: list[npt.NDArray[np.int64]] | None,
-    probes: npt.NDArray[np.floating] | None,
-    probes_version: str,
-) -> SnapshotManifest:
+def _build(directory: Path, manifest: SnapshotManifest, given: _BuildInput) -> SnapshotManifest:
     with synced_together():  # every file fsynced, together, before the directory
-        sizes, kind, graph_build, floor, n_blocks = _write_files(
-            directory,
-            manifest,
-            documents,
-            vectors,
-            prepared,
-            parent,
-            k1,
-            b,
-            exact_search_max_blocks,
-            part_counts,
-            probes,
-            probes_version,
-        )
+        sizes, kind, graph_build, floor, n_blocks = _write_files(directory, manifest, given)
     fsync_dir(directory)
     crash_point("snapshot.files:after-dir-fsync")
 
@@ -401,7 +390,7 @@ def _build(
                 warnings=0 if d.report is None else len(d.report.warnings),
                 parse_seconds=None if d.report is None else d.report.parse_seconds,
             )
-            for d in documents
+            for d in given.documents
         ),
         tokenizer_version=manifest.tokenizer_version or TOKENIZER_VERSION,
         vector_index=kind,
@@ -423,22 +412,10 @@ def _build(
     return final
 
 
-def _write_files(
-    directory: Path,
-    manifest: SnapshotManifest,
-    documents: Sequence[DocumentRecord],
-    vectors: Sequence[npt.NDArray[np.floating]],
-    prepared: Sequence[PreparedDocument | None],
-    parent: Path | None,
-    k1: float,
-    b: float,
-    exact_search_max_blocks: int,
-    part_counts: list[npt.NDArray[np.int64]] | None,
-    probes: npt.NDArray[np.floating] | None,
-    probes_version: str,
-) -> _Written:
+def _write_files(directory: Path, manifest: SnapshotManifest, given: _BuildInput) -> _Written:
     """Every file of the snapshot but its manifest. The vector files (numpy, which releases
     the GIL) are written in a thread beside the block store, BM25 and heading-path files."""
+    documents, prepared, parent = given.documents, given.prepared, given.parent
     layouts = [
         blockstore.layout(doc) if ready is None else ready.blocks
         for doc, ready in zip(documents, prepared, strict=True)
@@ -466,11 +443,11 @@ def _write_files(
                 documents,
                 layouts,
                 work,
-                vectors,
-                part_counts,
-                probes,
-                probes_version,
-                exact_search_max_blocks,
+                given.vectors,
+                given.part_counts,
+                given.probes,
+                given.probes_version,
+                given.exact_search_max_blocks,
                 _graph_parent(parent, manifest),
             )
             sizes = blockstore.write_block_store(
@@ -483,8 +460,8 @@ def _write_files(
             bm25_sizes, bm25_stats = bm25.write_bm25(
                 directory,
                 _bm25_items(work, store),
-                k1=k1,
-                b=b,
+                k1=given.k1,
+                b=given.b,
                 parent=None if source is None else source._bm25,
             )
             sections = section_paths_file(
@@ -506,7 +483,7 @@ def _write_files(
         n_blocks=n_blocks,
         dim=manifest.embedding.dimensions if manifest.embedding else 0,
         vector_index=kind,
-        exact_search_max_blocks=exact_search_max_blocks,
+        exact_search_max_blocks=given.exact_search_max_blocks,
         bm25=bm25_stats,
         graph_from_parent=graph_build is not None and graph_build.from_parent,
         n_vectors=n_vectors,
