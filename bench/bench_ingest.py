@@ -388,3 +388,108 @@ def incremental_add(report: Report, quick: bool) -> None:
         "copies hit the vectors the first copy just cached (blocks_embedded_no_cache_full "
         "says how many were really embedded): its embedding work is about one copy's."
     )
+
+
+# -- where an import's CPU goes -----------------------------------------------------------------
+def import_stages(report: Report, quick: bool) -> None:
+    """The CPU of each stage a parse worker runs for the corpus PDFs, in this one process (best
+    of the rounds, so another process's burst does not count), beside raw get_text() and
+    pymupdf's own "dict" extraction: the budget a 0.5x pace leaves, stage by stage."""
+    import hashlib
+
+    from engine.chunker import chunk_document
+    from engine.embedding.windows import layout_for, part_texts
+    from engine.gc_pause import gc_paused
+    from engine.parsing import ParseLimits, plan_parallel_parse
+    from engine.parsing.pdf import _extracting, assemble_pdf, parse_pdf_pages, release_kept_pdf
+    from engine.tokens import TokenCounter, preload
+    from index.prepared import prepare_document
+
+    report.title = "Import stages: CPU per stage of the corpus PDFs, beside raw extraction"
+    preload(keep_merges=False)
+    TokenCounter().count("warm")
+    # The Debian manual's cover is an image, recognised by OCR: in the first round, whose
+    # figures are dropped; the later rounds find it in this OCR cache, as import_pace's do.
+    ocr_dir = tempfile.TemporaryDirectory(prefix="citewise-bench-")
+    limits = ParseLimits(ocr_cache=str(Path(ocr_dir.name) / "ocr.sqlite"))
+    layout = layout_for("local", "auto")
+    target = parse_config({}, {}).ingest.block_target_tokens
+    stages = (
+        "raw get_text()",
+        'pymupdf get_text("dict") alone',
+        "plan",
+        "page ranges (rows, quality check)",
+        "assemble_pdf",
+        "chunk_document",
+        "sentence windows",
+        "prepare_document",
+    )
+    best = dict.fromkeys(stages, float("inf"))
+    rounds = 2 if quick else 5
+    for k in range(rounds + 1):
+        spent = dict.fromkeys(stages, 0.0)
+        for path in PDFS:
+            t = time.process_time()
+            with pymupdf.open(path) as doc:
+                for page in doc:
+                    page.get_text()
+            spent[stages[0]] += time.process_time() - t
+            t = time.process_time()
+            with pymupdf.open(path) as doc, _extracting():
+                for page in doc:
+                    page.get_text("dict", flags=pymupdf.TEXTFLAGS_TEXT)
+            spent[stages[1]] += time.process_time() - t
+            with gc_paused():
+                t = time.process_time()
+                plan = plan_parallel_parse(path, limits)
+                assert plan is not None, f"{path.name} is not read in page ranges"
+                spent["plan"] += time.process_time() - t
+                t = time.process_time()
+                parts = [parse_pdf_pages(path, s, e, limits, session="b") for s, e in plan.ranges]
+                release_kept_pdf()
+                spent[stages[3]] += time.process_time() - t
+                t = time.process_time()
+                parsed = assemble_pdf(path, limits, plan, parts)
+                spent["assemble_pdf"] += time.process_time() - t
+                t = time.process_time()
+                record = chunk_document(
+                    parsed,
+                    content_hash=hashlib.sha256(path.read_bytes()).hexdigest(),
+                    source=path.name,
+                    source_label=path.name,
+                    parser_version="bench",
+                    target_tokens=target,
+                    counter=TokenCounter(),
+                )
+                spent["chunk_document"] += time.process_time() - t
+                t = time.process_time()
+                _, counts = part_texts(record, layout)
+                spent["sentence windows"] += time.process_time() - t
+                t = time.process_time()
+                prepare_document(record, counts)
+                spent["prepare_document"] += time.process_time() - t
+        if k > 0:
+            best = {name: min(best[name], spent[name]) for name in stages}
+    ocr_dir.cleanup()
+    raw = best[stages[0]]
+    worker_stages = stages[2:]
+    workers = sum(best[k] for k in worker_stages)
+    report.figure("pdfs", [p.name for p in PDFS])
+    report.figure("rounds_best_of", rounds)
+    for k in stages:
+        report.figure(f"cpu_s {k}", round(best[k], 3))
+    report.figure("worker_cpu_s_total", round(workers, 3))
+    report.figure("worker_cpu_per_raw_cpu", round(workers / raw, 2))
+    report.figure("dict_extraction_per_raw", round(best[stages[1]] / raw, 2))
+    report.table(
+        "CPU seconds per stage (best of the rounds; page ranges include pymupdf's dict)",
+        ["stage", "CPU s", "× raw get_text()"],
+        [[k, round(best[k], 3), round(best[k] / raw, 2)] for k in stages],
+    )
+    report.notes.append(
+        "The stages run one after another in this process, as one worker would run them for a "
+        "whole document; the running app spreads page ranges over its workers, and adds the "
+        "embedding-cache look-up and the snapshot build in its own process (bench import_pace "
+        "times all of it). With two cores, a pace of 0.5x needs the workers' CPU under about "
+        "4x the raw extraction's, less what the app's process and the serial tail take."
+    )

@@ -65,6 +65,7 @@ class Report:
 BENCHMARKS: dict[str, str] = {
     "import_pace": "bench.bench_ingest:import_pace",
     "import_pace_realworld": "bench.bench_ingest:import_pace_realworld",
+    "import_stages": "bench.bench_ingest:import_stages",
     "incremental_add": "bench.bench_ingest:incremental_add",
     "snapshot_open": "bench.bench_snapshot:snapshot_open",
     "vector_threshold": "bench.bench_snapshot:vector_threshold",
