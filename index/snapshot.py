@@ -440,15 +440,9 @@ def _write_files(directory: Path, manifest: SnapshotManifest, given: _BuildInput
                 _write_vector_files,
                 directory,
                 manifest,
-                documents,
+                given,
                 layouts,
                 work,
-                given.vectors,
-                given.part_counts,
-                given.probes,
-                given.probes_version,
-                given.exact_search_max_blocks,
-                _graph_parent(parent, manifest),
             )
             sizes = blockstore.write_block_store(
                 directory,
@@ -496,15 +490,9 @@ def _write_files(directory: Path, manifest: SnapshotManifest, given: _BuildInput
 def _write_vector_files(
     directory: Path,
     manifest: SnapshotManifest,
-    documents: Sequence[DocumentRecord],
+    given: _BuildInput,
     layouts: Sequence[blockstore.BlockLayout],
     work: Sequence[PreparedDocument | int],
-    vectors: Sequence[npt.NDArray[np.floating]],
-    part_counts: list[npt.NDArray[np.int64]] | None,
-    probes: npt.NDArray[np.floating] | None,
-    probes_version: str,
-    exact_search_max_blocks: int,
-    graph_parent: Path | None,
 ) -> tuple[dict[str, int], VectorKind, GraphBuild | None, SimilarityFloor | None, int]:
     """The vector files (none without an embedding) and the similarity floor: (their sizes,
     the vector index kind, how its graph was built, the floor, rows when several per block)."""
@@ -516,9 +504,9 @@ def _write_vector_files(
     key_pieces: list[npt.NDArray[np.uint64]] = []
     per_block: list[npt.NDArray[np.int64]] = []
     for i, (doc, blocks, item, rows) in enumerate(
-        zip(documents, layouts, work, vectors, strict=True)
+        zip(given.documents, layouts, work, given.vectors, strict=True)
     ):
-        counts = None if part_counts is None else part_counts[i]
+        counts = None if given.part_counts is None else given.part_counts[i]
         known = None
         if isinstance(item, PreparedDocument):
             known = item.keys if counts is None else item.part_keys_for(counts)
@@ -531,7 +519,7 @@ def _write_vector_files(
     parts_per_block = np.concatenate(per_block) if per_block else np.zeros(0, np.int64)
     n_vectors = 0
     part_blocks = None
-    if part_counts is not None:
+    if given.part_counts is not None:
         n_vectors = len(matrix)
         n_blocks = sum(len(blocks.blocks) for blocks in layouts)
         part_blocks = np.repeat(np.arange(n_blocks, dtype=np.uint32), parts_per_block)
@@ -539,17 +527,17 @@ def _write_vector_files(
         directory,
         matrix,
         all_keys,
-        exact_search_max_blocks=exact_search_max_blocks,
-        parent=graph_parent,
+        exact_search_max_blocks=given.exact_search_max_blocks,
+        parent=_graph_parent(given.parent, manifest),
         part_blocks=part_blocks,
     )
     floor = None
-    if probes is not None:
+    if given.probes is not None:
         row_start = np.concatenate([[0], np.cumsum(parts_per_block)]).astype(np.int64)
         floor = calibrate_floor(
-            best_block_scores(matrix, row_start, np.asarray(probes), layout.scoring),
+            best_block_scores(matrix, row_start, np.asarray(given.probes), layout.scoring),
             manifest.retrieval.min_similarity if manifest.retrieval else 0.0,
-            probes_version,
+            given.probes_version,
         )
     return sizes, kind, graph_build, floor, n_vectors
 

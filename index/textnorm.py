@@ -35,11 +35,12 @@ _CJK = (
 _MARKS = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
 # A word starts with a letter or digit that is not CJK and continues with letters, digits or
 # combining marks that NFC could not compose (e.g. "q\u0301").
-_WORD = rf"[^\W_{_CJK}](?:[^\W_{_CJK}]|[{_MARKS}])*"
+# That is a letter, then letters and marks in any order (`L(?:L|M)*`), matched possessively
+# with each run as one repeat (nothing after a word could make it give characters back): a
+# third fewer regex steps than the alternation, and the same words.
+_WORD = rf"[^\W_{_CJK}]++(?:[{_MARKS}]++[^\W_{_CJK}]*+)*+"
 _TOKEN = re.compile(rf"([{_CJK}]+)|({_WORD})")
-# The same words, matched possessively with the letters run as one repeat (nothing follows a
-# word that could make it give characters back): a third fewer steps than the group above.
-_WORDS = re.compile(rf"[^\W_{_CJK}]++(?:[{_MARKS}]++[^\W_{_CJK}]*+)*+")
+_WORDS = re.compile(_WORD)
 _CJK_RUNS = re.compile(rf"[{_CJK}]{{2,}}")  # the runs that hold bigrams
 _CJK_CHARS = re.compile(rf"[{_CJK}]")
 

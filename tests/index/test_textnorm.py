@@ -10,7 +10,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from index.scan import scan_form
-from index.textnorm import document_tokens, fold, folded_tokens, query_tokens, tokenize
+from index.textnorm import (
+    _CJK,
+    _MARKS,
+    _WORDS,
+    document_tokens,
+    fold,
+    folded_tokens,
+    query_tokens,
+    tokenize,
+)
 
 
 def test_fold_casefolds_beyond_ascii() -> None:
@@ -52,6 +61,15 @@ def test_latin_words_split_on_punctuation_apostrophes_and_underscores() -> None:
 
 def test_combining_mark_that_nfc_cannot_compose_stays_in_the_word() -> None:
     assert tokenize("q\u0301x") == ["q\u0301x"]
+
+
+# The word as first written: a letter or digit (not CJK), then letters, digits and marks.
+_PLAIN_WORD = re.compile(rf"[^\W_{_CJK}](?:[^\W_{_CJK}]|[{_MARKS}])*")
+
+
+@given(st.text("aZ9ß_ \u0301\u0302\u20d0é软한\n.-'İ\x00"))
+def test_the_possessive_word_pattern_finds_exactly_the_plain_words(text: str) -> None:
+    assert _WORDS.findall(text) == _PLAIN_WORD.findall(text)
 
 
 def test_cjk_runs_become_overlapping_bigrams_and_lone_characters_unigrams() -> None:
