@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from actors.catalog import Catalog
 from actors.ingest import embedding_text, record_from_snapshot
 from actors.journal import Journal
@@ -24,6 +26,8 @@ from engine.paths import DataDir
 from index.snapshot import verify_snapshot
 from tests.corpus import DOCS, REPO, make_app
 from tests.servers.embedding_server import Delay, EmbeddingServer
+
+pytestmark = pytest.mark.slow  # tens of seconds: started first (tests/conftest.py)
 
 KILLS = 10
 

@@ -6,11 +6,15 @@ import json
 import unicodedata
 from pathlib import Path
 
+import pytest
+
 from actors.catalog import Catalog
 from engine.parsing.model import PATH_SEPARATOR
 from engine.paths import DataDir
 from index.snapshot import Snapshot, verify_snapshot
 from tests.corpus import CORPUS, DOCS
+
+pytestmark = pytest.mark.slow  # tens of seconds: started first (tests/conftest.py)
 
 
 def norm(text: str) -> str:

@@ -38,6 +38,8 @@ from tests.web.conftest import (  # noqa: F401  (fixtures used by the ask-page t
 )
 from web.pages import register
 
+pytestmark = pytest.mark.slow  # tens of seconds: started first (tests/conftest.py)
+
 SECTIONS = ["chat", "embedding", "budget", "retrieval", "ingest", "trace", "snapshots", "network"]
 NO_TRACE = "Traceback"
 

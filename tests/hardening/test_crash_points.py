@@ -26,6 +26,8 @@ from tests.hardening.crash_session import CrashSession, Outcome
 from tests.servers.chat_server import ChatServer
 from tests.servers.embedding_server import EmbeddingServer
 
+pytestmark = pytest.mark.slow  # tens of seconds: started first (tests/conftest.py)
+
 RANDOM_KILLS = 4
 PARALLEL = 2  # kills run in separate copies of the data directory; two at a time
 

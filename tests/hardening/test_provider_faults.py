@@ -30,7 +30,7 @@ from tests.hardening.fault_matrix import (
 from tests.servers.chat_server import ChatServer
 from tests.servers.embedding_server import EmbeddingServer
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]  # slow: started first (tests/conftest.py)
 
 
 @pytest.fixture

@@ -41,6 +41,8 @@ from tests.servers.chat_server import ChatServer, Status, Text
 from tests.servers.embedding_server import DEFAULT_DIMENSIONS, Delay, EmbeddingServer
 from tests.servers.embedding_server import Status as EmbeddingStatus
 
+pytestmark = pytest.mark.slow  # tens of seconds: started first (tests/conftest.py)
+
 KEYRING_ENV = "CITEWISE_CANARY_KEYRING"  # not a settings section: ignored by the config
 
 

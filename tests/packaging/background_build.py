@@ -1,7 +1,8 @@
 """packaging/build.sh as a background process of the test session: started as soon as the
 session knows it will run the frozen build's tests, so PyInstaller's minutes of one core run
-beside the (serial) rest of the suite; the `built` fixture waits for it. Its output goes to a
-temporary folder; it never outlives the session (stopped with its whole process group).
+beside the rest of the suite; the `built` fixture waits for it. Its output and exit status go
+to a temporary folder, where any process of the session can read them; it never outlives the
+session (stopped with its whole process group).
 """
 
 from __future__ import annotations
@@ -28,6 +29,13 @@ BUILD_TIMEOUT_S = 30 * 60
 # Below the suite's own processes: the tests (some of them timed) keep the cores they ask
 # for, and the build takes whatever is left; once the suite waits for it, it has both.
 NICENESS = 10
+
+STARTED, STATUS = "started", "status"  # files in the build's folder: start time, exit status
+POLL_S = 1.0
+# build.sh at lower priority, then its exit status written whole (renamed into place)
+_RECORD_STATUS = (
+    f'nice -n {NICENESS} "$0"; echo $? > "$1/{STATUS}.tmp"; mv "$1/{STATUS}.tmp" "$1/{STATUS}"'
+)
 
 
 def smoke_module() -> types.ModuleType:
@@ -58,16 +66,19 @@ class BuildResult:
 
 
 class BackgroundBuild:
-    """One run of packaging/build.sh with `env`, started on construction."""
+    """One run of packaging/build.sh with `env`, started on construction. Its output and exit
+    status land in files of one folder, so any process of the session can wait for it
+    (`BuildWatch`): under pytest-xdist the controller starts it and a worker runs the tests."""
 
-    def __init__(self, env: dict[str, str]) -> None:
-        self._logs = Path(tempfile.mkdtemp(prefix="citewise-build-"))
-        self._out: IO[bytes] = (self._logs / "stdout").open("wb")
-        self._err: IO[bytes] = (self._logs / "stderr").open("wb")
-        self._started = time.monotonic()
-        self._ended: float | None = None
+    def __init__(self, env: dict[str, str], folder: Path | None = None) -> None:
+        self.folder = folder or Path(tempfile.mkdtemp(prefix="citewise-build-"))
+        self._out: IO[bytes] = (self.folder / "stdout").open("wb")
+        self._err: IO[bytes] = (self.folder / "stderr").open("wb")
+        (self.folder / STARTED).write_text(repr(time.time()))
+        # the shell that runs build.sh writes its exit status once it ends: the status is
+        # there for every process, not only for this one (which alone could wait() on it)
         self._proc = subprocess.Popen(
-            ["nice", "-n", str(NICENESS), str(REPO / "packaging" / "build.sh")],
+            ["sh", "-c", _RECORD_STATUS, str(REPO / "packaging" / "build.sh"), str(self.folder)],
             cwd=REPO,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -77,26 +88,7 @@ class BackgroundBuild:
         )
 
     def wait(self, timeout_s: float) -> BuildResult:
-        """The finished build's result; a build still running `timeout_s` after its start is
-        stopped and reported as failed (returncode None becomes -9)."""
-        asked = time.monotonic()
-        left = max(0.0, timeout_s - (asked - self._started))
-        try:
-            code = self._proc.wait(timeout=left)
-        except subprocess.TimeoutExpired:
-            self._kill()
-            code = self._proc.wait()
-        if self._ended is None:
-            self._ended = time.monotonic()
-        self._out.flush()
-        self._err.flush()
-        return BuildResult(
-            returncode=code,
-            stdout=(self._logs / "stdout").read_text(errors="replace"),
-            stderr=(self._logs / "stderr").read_text(errors="replace"),
-            seconds=self._ended - self._started,
-            waited=time.monotonic() - asked,
-        )
+        return BuildWatch(self.folder).wait(timeout_s)
 
     def stop(self) -> None:
         """End the build if it still runs, and remove its output."""
@@ -105,7 +97,7 @@ class BackgroundBuild:
             self._proc.wait()
         self._out.close()
         self._err.close()
-        shutil.rmtree(self._logs, ignore_errors=True)
+        shutil.rmtree(self.folder, ignore_errors=True)
 
     def _kill(self) -> None:
         try:
@@ -116,3 +108,30 @@ class BackgroundBuild:
                 os.killpg(self._proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass  # it ended on its own meanwhile
+
+
+class BuildWatch:
+    """The build whose files are in `folder`, as seen from any process of the session."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def wait(self, timeout_s: float) -> BuildResult:
+        """The finished build's result; a build still running `timeout_s` after its start is
+        reported as failed (returncode -9; the session's end stops it)."""
+        asked = time.time()
+        if not (self.folder / STARTED).exists():
+            raise RuntimeError(f"no build was started in {self.folder}")
+        started = float((self.folder / STARTED).read_text())
+        status = self.folder / STATUS
+        while not status.exists() and time.time() < started + timeout_s:
+            time.sleep(POLL_S)
+        ended = float(status.stat().st_mtime) if status.exists() else time.time()
+        code = int(status.read_text()) if status.exists() else -9
+        return BuildResult(
+            returncode=code,
+            stdout=(self.folder / "stdout").read_text(errors="replace"),
+            stderr=(self.folder / "stderr").read_text(errors="replace"),
+            seconds=ended - started,
+            waited=time.time() - asked,
+        )

@@ -1,7 +1,7 @@
 """The PyInstaller one-folder build (packaging/) starts and works as a user would use it.
 
 Builds with packaging/build.sh (or reuses the build whose BUILD_ID names the current source
-hash), started in the background at the session's start (tests/packaging/conftest.py), then
+hash), started in the background at the session's start (tests/packaging/build_session.py), then
 runs packaging/smoke.py's checks on it, one test each: the same checks the Windows workflow
 (.github/workflows/windows.yml) runs on the build.ps1 build, so the two cannot drift. What
 they check is in packaging/smoke.py: `--version`, the files found by path (prompts, NiceGUI's
@@ -21,7 +21,7 @@ import pytest
 from tests.packaging.background_build import (
     APP,
     BUILD_TIMEOUT_S,
-    BackgroundBuild,
+    BuildWatch,
     smoke_module,
 )
 
@@ -33,9 +33,9 @@ smoke = smoke_module()
 
 
 @pytest.fixture(scope="module")
-def built(background_build: BackgroundBuild) -> Path:
+def built(background_build: BuildWatch) -> Path:
     """The app packaging/build.sh built, started at the session's start (tests/packaging/
-    conftest.py) so that it ran beside the other tests."""
+    build_session.py) so that it ran beside the other tests."""
     done = background_build.wait(BUILD_TIMEOUT_S)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
     summary = done.stderr.strip().splitlines()[-1]

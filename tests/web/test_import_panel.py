@@ -28,7 +28,7 @@ from tests.web.test_library_page import import_path, import_state
 from web.i18n import TEXTS
 from web.pages import register
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]  # slow: started first (tests/conftest.py)
 
 
 async def slow_embedding(

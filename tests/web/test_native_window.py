@@ -32,6 +32,8 @@ from tests.corpus import REPO
 from tests.web.test_security import serve_env
 from web.security import COOKIE_NAME
 
+pytestmark = pytest.mark.slow  # tens of seconds: started first (tests/conftest.py)
+
 QT_ENV = {
     "PYWEBVIEW_GUI": "qt",
     "QT_QPA_PLATFORM": "xcb",
