@@ -4,10 +4,10 @@ The whole shared corpus is imported once per run (local embedding model, about a
 that need fresh state of their own copy its embedding cache so nothing is embedded twice.
 
 `./test` runs the suite in pytest-xdist workers, one per core, each test module whole in one
-worker (`--dist loadfile`, so module fixtures are made once), in the order collected, the
-modules marked `slow` (tens of seconds each) first, so that the workers finish together. The
-corpus is imported by the first worker that needs it, into a folder all workers share, while
-any other that needs it waits (a file lock): one import per run, as without workers.
+worker (`--dist loadfile`, so module fixtures are made once), the modules marked `slow` (tens
+of seconds each) first, so that the workers finish together. The corpus is imported by the
+first worker that needs it, into a folder all workers share, while any other that needs it
+waits (a file lock): one import per run, as without workers.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ pytest_plugins = [
     "tests.servers.chat_server",
     "tests.packaging.build_session",
 ]
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Modules in this order (each keeps its place among its kind): the first that needs the
@@ -52,10 +53,13 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.pop("COLUMNS", None)
 
 
+IMPORTED = ".imported"  # written in the shared corpus folder once its import succeeded
+
+
 @pytest.fixture(scope="session")
-def corpus_home(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Iterator[Path]:
+def corpus_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A data directory holding the whole shared corpus, imported once. Treat as read-only."""
-    if worker_id == "master":  # no xdist workers
+    if not os.environ.get("PYTEST_XDIST_WORKER"):  # one process, no xdist workers
         root = tmp_path_factory.mktemp("corpus-home")
         _import_corpus(root)
         yield root
@@ -69,9 +73,6 @@ def corpus_home(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Ite
             _import_corpus(root)
             (root / IMPORTED).touch()
     yield root
-
-
-IMPORTED = ".imported"  # written once the corpus import succeeded
 
 
 def _import_corpus(root: Path) -> None:
