@@ -87,9 +87,6 @@ class BackgroundBuild:
             start_new_session=True,  # its own process group: stop() ends PyInstaller too
         )
 
-    def wait(self, timeout_s: float) -> BuildResult:
-        return BuildWatch(self.folder).wait(timeout_s)
-
     def stop(self) -> None:
         """End the build if it still runs, and remove its output."""
         if self._proc.poll() is None:
