@@ -412,6 +412,7 @@ def import_stages(report: Report, quick: bool) -> None:
     # figures are dropped; the later rounds find it in this OCR cache, as import_pace's do.
     ocr_dir = tempfile.TemporaryDirectory(prefix="citewise-bench-")
     limits = ParseLimits(ocr_cache=str(Path(ocr_dir.name) / "ocr.sqlite"))
+    hashes = {path: hashlib.sha256(path.read_bytes()).hexdigest() for path in PDFS}
     layout = layout_for("local", "auto")
     target = parse_config({}, {}).ingest.block_target_tokens
     stages = (
@@ -454,7 +455,7 @@ def import_stages(report: Report, quick: bool) -> None:
                 t = time.process_time()
                 record = chunk_document(
                     parsed,
-                    content_hash=hashlib.sha256(path.read_bytes()).hexdigest(),
+                    content_hash=hashes[path],
                     source=path.name,
                     source_label=path.name,
                     parser_version="bench",
@@ -473,18 +474,18 @@ def import_stages(report: Report, quick: bool) -> None:
     ocr_dir.cleanup()
     raw = best[stages[0]]
     worker_stages = stages[2:]
-    workers = sum(best[k] for k in worker_stages)
+    workers = sum(best[stage] for stage in worker_stages)
     report.figure("pdfs", [p.name for p in PDFS])
     report.figure("rounds_best_of", rounds)
-    for k in stages:
-        report.figure(f"cpu_s {k}", round(best[k], 3))
+    for stage in stages:
+        report.figure(f"cpu_s {stage}", round(best[stage], 3))
     report.figure("worker_cpu_s_total", round(workers, 3))
     report.figure("worker_cpu_per_raw_cpu", round(workers / raw, 2))
     report.figure("dict_extraction_per_raw", round(best[stages[1]] / raw, 2))
     report.table(
         "CPU seconds per stage (best of the rounds; page ranges include pymupdf's dict)",
         ["stage", "CPU s", "× raw get_text()"],
-        [[k, round(best[k], 3), round(best[k] / raw, 2)] for k in stages],
+        [[stage, round(best[stage], 3), round(best[stage] / raw, 2)] for stage in stages],
     )
     report.notes.append(
         "The stages run one after another in this process, as one worker would run them for a "

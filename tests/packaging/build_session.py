@@ -12,6 +12,7 @@ still waits for the build, so no worker can own it.
 
 from __future__ import annotations
 
+import shutil
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -20,13 +21,14 @@ from typing import Any
 
 import pytest
 
+from tests.corpus import REPO
 from tests.packaging.background_build import BackgroundBuild, BuildWatch, build_env
 
 FROZEN_TESTS = Path(__file__).with_name("test_frozen_build.py")
-FROZEN_NODEIDS = "tests/packaging/test_frozen_build.py::"
-FOLDER = "citewise_build_folder"  # the key of the build's folder in an xdist worker's input
+FROZEN_NODEIDS = FROZEN_TESTS.relative_to(REPO).as_posix() + "::"  # as xdist's workers name them
+WORKER_INPUT = "citewise_build_folder"  # names the build's folder in each xdist worker's input
 BUILD = pytest.StashKey[BackgroundBuild]()
-FOLDER_KEY = pytest.StashKey[Path]()
+FOLDER = pytest.StashKey[Path]()  # the controller's build folder, told to every worker
 
 
 def _frozen(item: pytest.Item) -> bool:
@@ -55,14 +57,14 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 def _folder(config: pytest.Config) -> Path:
     """Where the controller's build writes, the same for every worker."""
-    if FOLDER_KEY not in config.stash:
-        config.stash[FOLDER_KEY] = Path(tempfile.mkdtemp(prefix="citewise-build-"))
-    return config.stash[FOLDER_KEY]
+    if FOLDER not in config.stash:
+        config.stash[FOLDER] = Path(tempfile.mkdtemp(prefix="citewise-build-"))
+    return config.stash[FOLDER]
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
-    node.workerinput[FOLDER] = str(_folder(node.config))
+    node.workerinput[WORKER_INPUT] = str(_folder(node.config))
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -77,7 +79,9 @@ def pytest_xdist_node_collection_finished(node: Any, ids: Sequence[str]) -> None
 def pytest_sessionfinish(session: pytest.Session) -> None:
     build = session.config.stash.get(BUILD, None)
     if build is not None:
-        build.stop()
+        build.stop()  # removes its folder
+    elif FOLDER in session.config.stash:  # the controller's, when no build was needed
+        shutil.rmtree(session.config.stash[FOLDER], ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -86,7 +90,7 @@ def background_build(request: pytest.FixtureRequest) -> BuildWatch:
     session that collected no frozen test)."""
     workerinput = getattr(request.config, "workerinput", None)
     if workerinput is not None:
-        return BuildWatch(Path(workerinput[FOLDER]))
+        return BuildWatch(Path(workerinput[WORKER_INPUT]))
     build = request.config.stash.get(BUILD, None)
     if build is None:
         build = request.config.stash[BUILD] = BackgroundBuild(build_env())
