@@ -109,25 +109,27 @@ async def embed_texts(
     unique = list(positions)
     hashes = [text_hash(t, granularity) for t in unique]
 
-    cached: dict[str, Vectors] = {}
+    found: list[str] = []
+    matrix = np.zeros((0, spec.dimensions), dtype=np.float32)
     if cache is not None and unique:
-        cached = await anyio.to_thread.run_sync(
-            functools.partial(cache.get_many, spec, hashes, scope=endpoint_scope)
+        found, matrix = await anyio.to_thread.run_sync(
+            functools.partial(cache.find, spec, hashes, scope=endpoint_scope)
         )
+    row_of = {h: i for i, h in enumerate(found)}
     tokens = 0
     missing: list[tuple[str, str]] = []  # (text, hash)
-    hit_rows: list[int] = []
-    hit_vectors: list[Vectors] = []
+    hit_rows: list[int] = []  # positions in `texts` served from the cache
+    hit_sources: list[int] = []  # and the row of `matrix` each one takes
     for text, h in zip(unique, hashes, strict=True):
-        vector = cached.get(h)
-        if vector is None:
+        source = row_of.get(h)
+        if source is None:
             missing.append((text, h))
         else:
             rows = positions[text]
             hit_rows += rows
-            hit_vectors += [vector] * len(rows)
+            hit_sources += [source] * len(rows)
     if hit_rows:  # one assignment: per text, numpy's indexing cost more than the lookup
-        out[hit_rows] = np.stack(hit_vectors)
+        out[hit_rows] = matrix[hit_sources]
         from_cache[hit_rows] = True
     hits = done = len(hit_rows)
 

@@ -35,6 +35,13 @@ KEY_VERSION = 2
 _MMAP_BYTES = 1 << 30  # at most this much of the file is read through a memory map
 _QUERY_CHUNK = 500  # hashes per SELECT … IN (…), well below SQLite's variable limit
 
+# Pages of a new file: a 512-d float16 row (1.1 KB) stays on its table page, where 4 KB pages
+# spilled every row of the first files to an overflow page of its own (4.7 KB a vector on
+# disk, and two page reads a look-up). Only a new file takes it; SQLite keeps a file's size.
+_PAGE_BYTES = 8192
+# A rowid table, as SQLite advises for rows this large (WITHOUT ROWID only for rows under a
+# twentieth of a page): the key is found in the primary-key index, the row on its table page.
+# Files written before keep their WITHOUT ROWID table; both answer the same statements.
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS vectors (
@@ -44,7 +51,7 @@ CREATE TABLE IF NOT EXISTS vectors (
     text_hash TEXT NOT NULL,
     vector BLOB NOT NULL,
     PRIMARY KEY (provider, model, dimensions, text_hash)
-) WITHOUT ROWID;
+);
 """
 
 
@@ -95,10 +102,11 @@ class EmbeddingCache:
     def _open(self, dtype: StoredType) -> tuple[sqlite3.Connection, StoredType]:
         conn = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False)
         try:
+            conn.execute(f"PRAGMA page_size={_PAGE_BYTES}")  # no effect once the file has pages
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
-            # Reads through a memory map: an import looks up every block's vector, and each
-            # row (a 1 KB vector) spills to an overflow page; measured 1.5-2x faster look-ups.
+            # Reads through a memory map: an import looks up every block's vector; measured
+            # 1.5-2x faster look-ups in files whose rows spill to overflow pages.
             conn.execute(f"PRAGMA mmap_size={_MMAP_BYTES}")
             with conn:
                 conn.executescript(_SCHEMA)
@@ -145,6 +153,15 @@ class EmbeddingCache:
     ) -> dict[str, Vectors]:
         """The cached vectors (1-D float32, unit length) of those `hashes` that are cached.
         `scope` (see `cache_scope`) stands for spec.provider in the key when given."""
+        found, matrix = self.find(spec, hashes, scope=scope)
+        return {h: matrix[i] for i, h in enumerate(found)}
+
+    def find(
+        self, spec: EmbeddingSpec, hashes: Sequence[str], *, scope: str | None = None
+    ) -> tuple[list[str], Vectors]:
+        """Those of `hashes` that are cached (in no particular order), and their vectors as
+        the rows of one float32 matrix (unit length) in that order: an import looks up
+        thousands at once, and one matrix spares it a vector object per hit."""
         key = (scope or spec.provider, spec.model, spec.dimensions)
         wanted = list(dict.fromkeys(hashes))
         rows: list[tuple[str, bytes]] = []
@@ -160,10 +177,10 @@ class EmbeddingCache:
         size = spec.dimensions * self._numpy_type.itemsize
         good = [(h, blob) for h, blob in rows if len(blob) == size]
         if not good:
-            return {}
+            return [], np.zeros((0, spec.dimensions), dtype=np.float32)
         matrix = np.frombuffer(b"".join(blob for _, blob in good), dtype=self._numpy_type)
         vectors = normalise(matrix.reshape(len(good), spec.dimensions).astype(np.float32))
-        return {h: vectors[i] for i, (h, _) in enumerate(good)}
+        return [h for h, _ in good], vectors
 
     def put_many(
         self,

@@ -398,6 +398,59 @@ def test_cache_persists_and_keeps_its_stored_type(tmp_path: Path) -> None:
         )
 
 
+def _vector_rows(n: int, dims: int) -> list[tuple[str, np.ndarray]]:
+    rng = np.random.default_rng(7)
+    return [(text_hash(str(i)), rng.standard_normal(dims).astype(np.float32)) for i in range(n)]
+
+
+def test_new_cache_keeps_each_vector_on_its_table_page(tmp_path: Path) -> None:
+    """512-d float16 rows (the built-in model's) fit a page of a new file: no overflow page
+    per vector. The first files took 4.7 KB of disk a vector, four times the vector."""
+    spec = EmbeddingSpec(provider="local", model="m", dimensions=512)
+    path = tmp_path / "c.sqlite"
+    with EmbeddingCache(path) as cache:
+        cache.put_many(spec, _vector_rows(2000, 512))
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        assert db.execute("PRAGMA page_size").fetchone() == (8192,)
+        table = db.execute("SELECT sql FROM sqlite_master WHERE name = 'vectors'").fetchone()
+    assert "WITHOUT ROWID" not in table[0].upper()
+    assert path.stat().st_size < 2000 * 1800  # 1 KB of vector, its key and index entry
+
+
+def test_cache_written_with_the_first_layout_still_serves(tmp_path: Path) -> None:
+    """A file made by earlier builds (WITHOUT ROWID table, 4 KB pages) keeps its layout and
+    answers look-ups and writes as before; nothing needs an upgrade."""
+    path = tmp_path / "c.sqlite"
+    with sqlite3.connect(path) as db:
+        db.executescript(
+            """
+            CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            INSERT INTO meta VALUES ('format', '1'), ('dtype', 'float16');
+            CREATE TABLE vectors (
+                provider TEXT NOT NULL, model TEXT NOT NULL, dimensions INTEGER NOT NULL,
+                text_hash TEXT NOT NULL, vector BLOB NOT NULL,
+                PRIMARY KEY (provider, model, dimensions, text_hash)
+            ) WITHOUT ROWID;
+            """
+        )
+        old = np.ones(DIMS, dtype=np.float16)
+        db.execute(
+            "INSERT INTO vectors VALUES (?, ?, ?, ?, ?)",
+            (SPEC.provider, SPEC.model, DIMS, text_hash("old"), old.tobytes()),
+        )
+    new = expected(["new"])[0]
+    with EmbeddingCache(path) as cache:
+        assert cache.put_many(SPEC, [(text_hash("new"), new)]) == 1
+        found, matrix = cache.find(SPEC, [text_hash("old"), text_hash("gone"), text_hash("new")])
+    row = {h: matrix[i] for i, h in enumerate(found)}
+    assert row.keys() == {text_hash("old"), text_hash("new")}
+    np.testing.assert_allclose(row[text_hash("old")], np.full(DIMS, DIMS**-0.5), atol=1e-3)
+    np.testing.assert_allclose(row[text_hash("new")], cache.stored_form([new])[0])
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA page_size").fetchone() == (4096,)
+
+
 def test_damaged_cache_file_is_moved_aside(tmp_path: Path) -> None:
     path = tmp_path / "c.sqlite"
     path.write_bytes(b"this is not a database at all" * 200)
