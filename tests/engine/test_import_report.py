@@ -8,6 +8,7 @@ from pathlib import Path
 
 from engine.import_report import import_report
 from engine.parsing import ParseLimits, parse_file
+from engine.parsing.model import Paragraph, ParsedDocument, ParsedSection
 
 REALWORLD = Path(__file__).resolve().parents[1] / "realworld"
 NO_OCR = ParseLimits(ocr=False)
@@ -51,3 +52,29 @@ def test_chinese_text_has_its_share_and_language(tmp_path: Path) -> None:
     report = import_report(parse_file(path))
     assert report.lang == "zh" and report.cjk_share > 0.6
     assert report.chars == len("这是一段中文说明,讲的是 Python 的安装。") + len("第一章")
+
+
+def test_counts_cover_every_paragraph_with_text_and_no_blank_one() -> None:
+    """Characters, the CJK share (of the characters that are not whitespace) and the pages
+    with text, counted exactly over paragraphs of every kind: blank ones count nothing."""
+    paragraphs = (
+        Paragraph("Install with apt.", page=1),
+        Paragraph(" \n\t", page=2),  # blank: neither its characters nor its page count
+        Paragraph("", page=3),
+        Paragraph("用 apt 安装。\u3000全角", page=4),
+        Paragraph("no page", page=None),
+    )
+    doc = ParsedDocument(
+        title="t",
+        lang="en",
+        format="pdf",
+        pages=5,
+        sections=(ParsedSection(title="Intro", depth=1, page=5, paragraphs=paragraphs),),
+    )
+    report = import_report(doc)
+    texts = ["Install with apt.", "用 apt 安装。\u3000全角", "no page"]
+    assert report.chars == sum(map(len, texts))
+    visible = sum(len("".join(t.split())) for t in texts)  # the ideographic space is blank
+    cjk = len("用安装。全角")  # 。 is CJK punctuation; the ideographic space is whitespace
+    assert report.cjk_share == round(cjk / visible, 3)
+    assert report.pages_with_text == 3  # pages 1, 4 and the heading's page 5
