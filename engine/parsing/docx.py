@@ -53,6 +53,9 @@ class _Doc:
         # The mark a reader sees for each note, in order of first reference in the body:
         # footnotes 1, 2, 3 and endnotes i, ii, iii (Word's default numbering).
         self.marks: dict[tuple[str, str], str] = {}
+        # A drop cap's letters, a paragraph of their own in the file ("D" before "rop cap."),
+        # waiting to open the paragraph that follows them.
+        self.initial = ""
 
     def tag(self, local: str) -> str:
         return f"{{{self.w}}}{local}"
@@ -169,6 +172,12 @@ def _paragraph(doc: _Doc, p: ET.Element, builder: SectionBuilder) -> None:
     elif style_id:
         depth = doc.style_depth(style_id)
     text = _text(doc, p)
+    frame = ppr.find(doc.tag("framePr")) if ppr is not None else None
+    if doc.attr(frame, "dropCap") in ("drop", "margin") and text.strip():
+        doc.initial += text.strip()
+        return
+    if doc.initial:
+        text, doc.initial = doc.initial + text.lstrip(), ""
     if depth is not None and text.strip():
         builder.heading(" ".join(text.split()), depth)
     elif doc.is_code(style_id):
@@ -177,13 +186,35 @@ def _paragraph(doc: _Doc, p: ET.Element, builder: SectionBuilder) -> None:
         builder.paragraph(text)
 
 
+def _within(doc: _Doc, parent: ET.Element, local: str) -> Iterator[ET.Element]:
+    """The `local` children of `parent`, including those a content control (w:sdt) or a
+    custom XML element wraps: a form's table may hold a row or a cell in one."""
+    for child in parent:
+        if child.tag == doc.tag(local):
+            yield child
+        elif child.tag == doc.tag("sdt"):
+            content = child.find(doc.tag("sdtContent"))
+            if content is not None:
+                yield from _within(doc, content, local)
+        elif child.tag == doc.tag("customXml"):
+            yield from _within(doc, child, local)
+
+
 def _table(doc: _Doc, tbl: ET.Element, builder: SectionBuilder) -> None:
     """Each row one paragraph, cells joined by " | "; nested tables flatten into their cell."""
-    for tr in tbl.findall(doc.tag("tr")):
-        cells = [" ".join(_text(doc, tc).split()) for tc in tr.findall(doc.tag("tc"))]
+    _flush_initial(doc, builder)
+    for tr in _within(doc, tbl, "tr"):
+        cells = [" ".join(_text(doc, tc).split()) for tc in _within(doc, tr, "tc")]
         row = " | ".join(c for c in cells if c)
         if row:
             builder.paragraph(row)
+
+
+def _flush_initial(doc: _Doc, builder: SectionBuilder) -> None:
+    """A drop cap with no paragraph after it to open stays a paragraph of its own."""
+    if doc.initial:
+        builder.paragraph(doc.initial)
+        doc.initial = ""
 
 
 def _walk(doc: _Doc, container: ET.Element, builder: SectionBuilder) -> None:
@@ -381,6 +412,7 @@ def parse_docx(path: Path, limits: ParseLimits) -> ParsedDocument:
         doc = _Doc(w, _styles(zf, w))
         title = _core_title(zf) or builder.first_heading or ""
         _walk(doc, body, builder)
+        _flush_initial(doc, builder)
         title = title or builder.first_heading or path.stem
         lang = detect_lang(builder.texts())
         images = _images(body) + _notes(doc, zf, main, lang, _comment_anchors(doc, body), builder)

@@ -77,6 +77,10 @@ CASES = (
     Case("docx/python-docx-blk-paras-and-tables.docx", phrase="Donec semper facilisis metus"),
     Case("docx/python-docx-hdr-header-footer.docx", phrase="section with header"),
     Case("docx/mammoth-empty.docx", outcome="no_text"),
+    # a table cell inside a content control (a form's drop-down): the row keeps it, in place
+    Case("docx/pandoc-sdt-elements.docx", phrase="col1 content | Body copy | col3 content"),
+    # a drop cap ("D", a framed paragraph of its own) opens the word it belongs to
+    Case("docx/pandoc-drop-cap.docx", phrase="Drop cap in margin."),
     # HTML: the article, not the site around it
     Case(
         "html/readability-heise.html",
