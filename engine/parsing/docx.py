@@ -287,12 +287,12 @@ def _note_parts(zf: SafeArchive, main: str) -> dict[str, str]:
     return found
 
 
-def _comment_anchors(doc: _Doc, body: ET.Element) -> dict[str, str]:
+def _comment_anchors(doc: _Doc, root: ET.Element) -> dict[str, str]:
     """comment id -> the body text it is attached to, shortened (ranges may span paragraphs)."""
     start, end, text = doc.tag("commentRangeStart"), doc.tag("commentRangeEnd"), doc.tag("t")
     open_ids: list[str] = []
     parts: dict[str, list[str]] = {}
-    for el in body.iter():
+    for el in root.iter():
         if el.tag == start:
             comment_id = doc.attr(el, "id") or ""
             open_ids.append(comment_id)
@@ -402,8 +402,10 @@ def parse_docx(path: Path, limits: ParseLimits) -> ParsedDocument:
         main = _main_part(zf)
         root = zf.read_xml(main)
         w = next((ns for ns in _MAIN_NAMESPACES if root.tag == f"{{{ns}}}document"), None)
-        body = root.find(f"{{{w}}}body") if w else None
-        if w is None or body is None:
+        # One body, as Word writes it; a file with several (a broken writer's) is read whole,
+        # as Apache POI and Tika read it.
+        bodies = root.findall(f"{{{w}}}body") if w else []
+        if w is None or not bodies:
             raise ParseError(
                 "corrupt",
                 "This Word document has no document body Citewise can read; open and save it "
@@ -411,11 +413,13 @@ def parse_docx(path: Path, limits: ParseLimits) -> ParsedDocument:
             )
         doc = _Doc(w, _styles(zf, w))
         title = _core_title(zf) or builder.first_heading or ""
-        _walk(doc, body, builder)
+        for body in bodies:
+            _walk(doc, body, builder)
         _flush_initial(doc, builder)
         title = title or builder.first_heading or path.stem
         lang = detect_lang(builder.texts())
-        images = _images(body) + _notes(doc, zf, main, lang, _comment_anchors(doc, body), builder)
+        images = sum(map(_images, bodies))
+        images += _notes(doc, zf, main, lang, _comment_anchors(doc, root), builder)
     sections = builder.finish(title)
     return ParsedDocument(
         title=title,

@@ -81,6 +81,8 @@ CASES = (
     Case("docx/pandoc-sdt-elements.docx", phrase="col1 content | Body copy | col3 content"),
     # a drop cap ("D", a framed paragraph of its own) opens the word it belongs to
     Case("docx/pandoc-drop-cap.docx", phrase="Drop cap in margin."),
+    # a broken writer's three <w:body> elements: all three are read, as POI and Tika read them
+    Case("docx/poi-MultipleBodyBug.docx", phrase="START BODY 3 The quick, brown fox"),
     # HTML: the article, not the site around it
     Case(
         "html/readability-heise.html",
