@@ -673,6 +673,14 @@ def _assemble(
         raise cut_off()
     pages = without_furniture(raw_pages)
     if not any(pages) and not scanned:
+        if ocr.pages and not ocr.skipped and not ocr.failed:
+            # Text recognition read every page without text and found no words there: blank
+            # pages, or pictures without words. Running OCR again would find none either.
+            raise ParseError(
+                "no_text",
+                "This PDF contains no text: its pages have no text layer, and text recognition "
+                "found no words on them. Check that it is the file you meant.",
+            )
         raise ParseError(
             "no_text_layer",
             "This PDF has no text layer (it is probably a scan or made of images); run it "

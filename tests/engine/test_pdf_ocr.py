@@ -73,7 +73,9 @@ def test_with_ocr_off_a_scan_fails_as_having_no_text_layer(tmp_path: Path) -> No
     assert caught.value.reason == "no_text_layer"
 
 
-def test_a_blank_scan_and_a_whitespace_only_pdf_still_fail(tmp_path: Path) -> None:
+def test_a_blank_scan_and_a_whitespace_only_pdf_fail_as_holding_no_text(tmp_path: Path) -> None:
+    """OCR read their pages and found no words, so the advice is not to run OCR (a scan with
+    OCR off still is no_text_layer, above)."""
     out = _mupdf.open()
     add_blank(out)
     add_blank(out)
@@ -81,9 +83,16 @@ def test_a_blank_scan_and_a_whitespace_only_pdf_still_fail(tmp_path: Path) -> No
     out = _mupdf.open()
     out.new_page().insert_text((72, 72), "      ", fontsize=12)
     spaces = save(out, tmp_path / "spaces.pdf")
-    for path in (blank, spaces):
+    out = _mupdf.open()
+    out.new_page()  # nothing at all on it
+    empty_page = save(out, tmp_path / "empty-page.pdf")
+    for path in (blank, spaces, empty_page):
         with pytest.raises(ParseError) as caught:
             parse_file(path, ParseLimits())
+        assert caught.value.reason == "no_text", path
+        assert "OCR" not in caught.value.message
+        with pytest.raises(ParseError) as caught:
+            parse_file(path, ParseLimits(ocr=False))
         assert caught.value.reason == "no_text_layer", path
 
 
