@@ -83,7 +83,10 @@ def _encrypted_members(zf: SafeArchive) -> set[str]:
 
 
 def _spine(opf: ET.Element, base_dir: str) -> list[str]:
-    manifest: dict[str, tuple[str, str, str]] = {}
+    """The content documents of the reading order. A spine item that is no content document
+    (a picture book's page image) is read through its manifest fallback chain, as a reading
+    system without that kind of media reads it (EPUB 3, Core Media Types: fallbacks)."""
+    manifest: dict[str, tuple[str, str, str, str]] = {}
     for item in opf.iter(f"{_OPF}item"):
         item_id, href = item.get("id"), item.get("href")
         if item_id and href:
@@ -91,16 +94,22 @@ def _spine(opf: ET.Element, base_dir: str) -> list[str]:
                 href,
                 (item.get("media-type") or "").lower(),
                 item.get("properties") or "",
+                item.get("fallback") or "",
             )
     spine = opf.find(f"{_OPF}spine")
     if spine is None:
         raise _corrupt("it has no reading order")
     paths: list[str] = []
     for ref in spine.iter(f"{_OPF}itemref"):
-        entry = manifest.get(ref.get("idref") or "")
+        idref = ref.get("idref") or ""
+        entry = manifest.get(idref)
         if entry is None:
-            raise _corrupt(f"its reading order names a missing part {ref.get('idref')!r}")
-        href, media_type, properties = entry
+            raise _corrupt(f"its reading order names a missing part {idref!r}")
+        seen = {idref}
+        while entry[1] not in _HTML_TYPES and entry[3] in manifest and entry[3] not in seen:
+            seen.add(entry[3])
+            entry = manifest[entry[3]]
+        href, media_type, properties, _ = entry
         if media_type not in _HTML_TYPES or "nav" in properties.split():
             continue
         paths.append(_resolve(base_dir, href))

@@ -18,7 +18,7 @@ FORMAT_BY_SUFFIX: dict[str, str] = {
 SUPPORTED_SUFFIXES: frozenset[str] = frozenset(FORMAT_BY_SUFFIX)
 PARSER_VERSIONS: dict[str, str] = {
     "pdf": "pdf-4",  # pdf-4: text-quality check, repaired files read, overlapping CJK lines joined
-    "epub": "epub-2",  # epub-2: inline SVG text, <object> fallbacks, in-chapter footers
+    "epub": "epub-3",  # -2: SVG text, <object> fallbacks, in-body footers; -3: spine fallbacks
     "docx": "docx-3",  # -2: notes, comments, text boxes once; -3: drop caps, form cells, bodies
     "html": "html-3",  # html-3: a heading's links into its own page are not link text
     "markdown": "markdown-2",  # -2: Latin-1 and damaged UTF-8 import with a warning

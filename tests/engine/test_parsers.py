@@ -300,6 +300,52 @@ def test_epub_follows_spine_and_takes_title_from_metadata(
     assert find_section(doc, "4.7.1. sudo").depth == 3
 
 
+_PICTURE_BOOK_OPF = """<?xml version="1.0" encoding="utf-8"?>
+<package xmlns="http://www.idpf.org/2007/opf" version="3.0" unique-identifier="id">
+  <metadata xmlns:dc="http://purl.org/dc/elements/1.1/">
+    <dc:identifier id="id">picture-book</dc:identifier><dc:title>A Apple Pie</dc:title>
+    <dc:language>en</dc:language>
+  </metadata>
+  <manifest>
+    <item id="a" href="a.xhtml" media-type="application/xhtml+xml"/>
+    <item id="b-page" href="b.png" media-type="image/png" fallback="b-text"/>
+    <item id="b-text" href="b.xhtml" media-type="application/xhtml+xml"/>
+    <item id="c-page" href="c.png" media-type="image/png" fallback="c-page"/>
+  </manifest>
+  <spine><itemref idref="a"/><itemref idref="b-page"/><itemref idref="c-page"/></spine>
+</package>"""
+
+
+def _xhtml(text: str) -> str:
+    return (
+        '<html xmlns="http://www.w3.org/1999/xhtml"><head><title>t</title></head>'
+        f"<body><p>{text}</p></body></html>"
+    )
+
+
+def test_epub_page_images_in_the_spine_are_read_through_their_fallback(tmp_path: Path) -> None:
+    """A picture book's spine names page images; their manifest fallback (an XHTML text of
+    the page) is what a reading system without that media shows, and what is imported. A
+    fallback chain that loops ends without text, not in a hang."""
+    path = tmp_path / "picture-book.epub"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("mimetype", "application/epub+zip", compress_type=zipfile.ZIP_STORED)
+        zf.writestr(
+            "META-INF/container.xml",
+            '<container xmlns="urn:oasis:names:tc:opendocument:xmlns:container" version="1.0">'
+            '<rootfiles><rootfile full-path="OPS/book.opf" '
+            'media-type="application/oebps-package+xml"/></rootfiles></container>',
+        )
+        zf.writestr("OPS/book.opf", _PICTURE_BOOK_OPF)
+        zf.writestr("OPS/a.xhtml", _xhtml("A was an apple pie."))
+        zf.writestr("OPS/b.xhtml", _xhtml("B bit it: a boy takes a bite of the pie."))
+        zf.writestr("OPS/b.png", b"\x89PNG\r\n\x1a\n")
+        zf.writestr("OPS/c.png", b"\x89PNG\r\n\x1a\n")
+    doc = parse_file(path)
+    text = " ".join(p.text for s in doc.sections for p in s.paragraphs)
+    assert "A was an apple pie." in text and "B bit it: a boy takes a bite" in text
+
+
 def _copy_zip(src: Path, dst: Path, edits: list[tuple[str, bytes, bytes]]) -> None:
     """Copy an archive, replacing bytes in the named members."""
     with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED) as zout:
