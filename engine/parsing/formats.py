@@ -20,7 +20,7 @@ PARSER_VERSIONS: dict[str, str] = {
     "pdf": "pdf-4",  # pdf-4: text-quality check, repaired files read, overlapping CJK lines joined
     "epub": "epub-3",  # -2: SVG text, <object> fallbacks, in-body footers; -3: spine fallbacks
     "docx": "docx-3",  # -2: notes, comments, text boxes once; -3: drop caps, form cells, bodies
-    "html": "html-3",  # html-3: a heading's links into its own page are not link text
+    "html": "html-4",  # -3: a heading's in-page links are not link text; -4: "js-" classes
     "markdown": "markdown-2",  # -2: Latin-1 and damaged UTF-8 import with a warning
     "text": "text-2",
 }

@@ -92,7 +92,10 @@ def _is_chrome(el: lxml.html.HtmlElement) -> bool:
         return True
     if el.get("hidden") is not None or _HIDDEN_STYLE.search(el.get("style") or ""):
         return True
-    marks = " ".join(filter(None, (el.get("class"), el.get("id"))))
+    # A class that starts "js-" is a script's hook, not what the element is: GitHub's README
+    # box is "js-code-nav-container" (code navigation), which read as navigation.
+    classes = [c for c in (el.get("class") or "").split() if not c.lower().startswith("js-")]
+    marks = " ".join(filter(None, (*classes, el.get("id"))))
     return bool(marks and _CHROME.search(marks) and _text_len(el) < _MAX_CHROME_CHARS)
 
 

@@ -129,6 +129,12 @@ CASES = (
         phrase="Source files: blanket.js, mocha-blanket.js",
         absent="I code stuff. I take photos.",
     ),
+    # a README in a box of class "js-code-nav-container": a script's hook, not navigation
+    Case(
+        "html/postlight-github.html",
+        phrase="marzipanify is an unsupported commandline tool to take an existing iOS",
+        absent="Search or jump to",  # the site header's search box
+    ),
     # Text encodings
     Case("text/utf8-bom.md", phrase="Le café crème du matin"),
     Case("text/utf16-le-bom.txt", phrase="Plain text travels well."),
