@@ -21,6 +21,6 @@ PARSER_VERSIONS: dict[str, str] = {
     "epub": "epub-3",  # -2: SVG text, <object> fallbacks, in-body footers; -3: spine fallbacks
     "docx": "docx-3",  # -2: notes, comments, text boxes once; -3: drop caps, form cells, bodies
     "html": "html-4",  # -3: a heading's in-page links are not link text; -4: "js-" classes
-    "markdown": "markdown-2",  # -2: Latin-1 and damaged UTF-8 import with a warning
+    "markdown": "markdown-3",  # -2: Latin-1, damaged UTF-8; -3: no <script>, no tag-only paragraph
     "text": "text-2",
 }

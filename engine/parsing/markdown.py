@@ -2,7 +2,8 @@
 
 One pass over the lines with no backtracking regexes, so time is linear in the file size.
 Nothing inside fenced or indented code, front matter or HTML comments is ever taken for a
-heading. Body text is kept as written; heading titles are shown without inline markup.
+heading. Body text is kept as written; heading titles are shown without inline markup. A page's
+<script> and <style> blocks and paragraphs of HTML tags alone hold no text and are not kept.
 """
 
 from __future__ import annotations
@@ -27,6 +28,11 @@ _IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
 _LINK = re.compile(r"\[([^\]]+)\](?:\([^)]*\)|\[[^\]]*\])")
 _AUTOLINK = re.compile(r"<((?:https?|ftp|mailto):[^>\s]+)>")
 _TAG = re.compile(r"</?[A-Za-z][^>]*>")
+# An HTML start or end tag, and not an autolink ("<https://…>", "<a@b.org>").
+_HTML_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^>]*)?/?>")
+# The start of an HTML block whose content is no text a reader sees (CommonMark type 1, minus
+# <pre> and <textarea>, which hold text).
+_RAW_HTML_BLOCK = re.compile(r"<(script|style)(?:\s|>|$)", re.IGNORECASE)
 _STRONG = re.compile(r"(\*{1,3})(\S(?:[^*]*?\S)?)\1")
 _UNDERSCORE = re.compile(r"(?<!\w)(_{1,3})(\S(?:[^_]*?\S)?)\1(?!\w)")
 _ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
@@ -109,7 +115,10 @@ class _Reader:
             if self.kind in ("table", "defs"):
                 self.b.paragraph("\n".join(line.strip() for line in self.para), preformatted=True)
             else:
-                self.b.paragraph(join_lines(self.para))
+                text = join_lines(self.para)
+                # HTML tags and nothing else ("<div class=…>", "</details>"): no text to keep
+                if _HTML_TAG.sub("", text).strip():
+                    self.b.paragraph(text)
         self.para = []
         self.kind = "text"
 
@@ -141,6 +150,10 @@ class _Reader:
                 continue
             if stripped.startswith("<!--"):
                 i = self._comment(lines, i)
+                continue
+            raw = _RAW_HTML_BLOCK.match(stripped) if indent <= 3 and not self.para else None
+            if raw is not None:  # a script or style of the page the Markdown becomes
+                i = self._raw_block(lines, i, raw.group(1).lower())
                 continue
             if indent >= 4 and not self.para and not self.in_list:
                 i = self._indented(lines, i)
@@ -209,6 +222,16 @@ class _Reader:
             return i + 1
         j += 1
         while j < len(lines) and "-->" not in lines[j]:
+            j += 1
+        return j + 1
+
+    def _raw_block(self, lines: list[str], i: int, tag: str) -> int:
+        """Skip a <script> or <style> block (CommonMark's HTML block of type 1): it ends on
+        the line that holds its end tag."""
+        self.flush()
+        end = f"</{tag}>"
+        j = i
+        while j < len(lines) and end not in lines[j].lower():
             j += 1
         return j + 1
 

@@ -526,6 +526,34 @@ def test_markdown_ignores_headings_in_code_and_front_matter(tmp_path: Path) -> N
     assert "not: a heading" not in doc_text(doc)
 
 
+def test_markdown_keeps_no_script_and_no_paragraph_of_tags_alone(tmp_path: Path) -> None:
+    """A docs page's <script> block and its wrapper tags hold no text a reader sees; text
+    written with tags, code that shows tags and autolinks stay as written."""
+    text = (
+        "# Reactivity\n\n"
+        '<script setup>\nimport { ref } from "vue"\nconst count = ref(0)\n</script>\n\n'
+        "<style>\n.demo { color: red }\n</style>\n\n"
+        '<div class="options-api">\n\n'
+        "In the Options API we use the `data` option.\n\n"
+        "</div>\n\n"
+        '<p align="center"><img src="logo.png"></p>\n\n'
+        "Press <kbd>Ctrl</kbd>+<kbd>C</kbd> to copy.\n\n"
+        "Write `<div>` for a block.\n\n"
+        "<https://vuejs.org>\n\n"
+        "```html\n<script>\nalert(1)\n</script>\n```\n"
+    )
+    path = tmp_path / "reactivity.md"
+    path.write_text(text, encoding="utf-8")
+    paragraphs = [p.text for s in parse_file(path).sections for p in s.paragraphs]
+    assert paragraphs[1:] == [
+        "In the Options API we use the `data` option.",
+        "Press <kbd>Ctrl</kbd>+<kbd>C</kbd> to copy.",
+        "Write `<div>` for a block.",
+        "<https://vuejs.org>",
+        "<script>\nalert(1)\n</script>",
+    ]
+
+
 @pytest.mark.parametrize(
     ("source", "suffix", "fmt"),
     [
