@@ -22,5 +22,5 @@ PARSER_VERSIONS: dict[str, str] = {
     "docx": "docx-3",  # -2: notes, comments, text boxes once; -3: drop caps, form cells, bodies
     "html": "html-4",  # -3: a heading's in-page links are not link text; -4: "js-" classes
     "markdown": "markdown-3",  # -2: Latin-1, damaged UTF-8; -3: no <script>, no tag-only paragraph
-    "text": "text-2",
+    "text": "text-3",  # -3: Big5 read; EUC-KR and EUC-JP refused, not misread as GB18030
 }

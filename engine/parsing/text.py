@@ -1,8 +1,8 @@
 """Plain text to sections: strict decoding, numbered and underlined headings, paragraphs.
 
-Decoding never guesses silently: BOM, then strict UTF-8, then GB18030 only when the result
-reads as Chinese, then UTF-8 with a few bad bytes replaced or mostly-ASCII Windows-1252, each
-with a warning; anything else fails with "invalid_encoding". A run of heading-like lines
+Decoding never guesses silently: BOM, then strict UTF-8, then GB18030 or Big5 only when the
+result reads as Chinese, then UTF-8 with a few bad bytes replaced or mostly-ASCII Windows-1252,
+each with a warning; anything else fails with "invalid_encoding". A run of heading-like lines
 with no text between them (a table of contents) stays body text.
 """
 
@@ -60,7 +60,7 @@ class DecodedText(NamedTuple):
 def decode_text(data: bytes) -> DecodedText:
     """Decode a text file or fail with ParseError("invalid_encoding").
 
-    Strict UTF-8 (BOM or not), UTF-16/32, Chinese GB18030; then UTF-8 whose few bad bytes
+    Strict UTF-8 (BOM or not), UTF-16/32, Chinese GB18030 or Big5; then UTF-8 whose few bad bytes
     become U+FFFD; then Windows-1252/Latin-1 for mostly-ASCII Western text. Both of the last
     two carry a warning, since they are a judgement rather than a certainty."""
     for bom, codec in _BOMS:
@@ -88,6 +88,9 @@ def _decode_utf8(data: bytes) -> DecodedText:
         text = ""
     if text and _reads_as_chinese(text):
         return DecodedText(text)
+    big5 = _big5(data)
+    if big5 is not None:
+        return DecodedText(big5)
     replaced, bad = utf8_replacing(data)
     multibyte = sum(1 for ch in replaced if ord(ch) > 0x7F and ch != "\ufffd")
     if len(bad) <= _MAX_BAD_SEQUENCES and 4 * len(bad) <= multibyte:
@@ -187,13 +190,63 @@ def _utf16_without_bom(data: bytes) -> str | None:
 def _reads_as_chinese(text: str) -> bool:
     """GB18030 decodes almost any byte soup into Han characters, so demand real Chinese:
     mostly CJK among the non-ASCII characters, and mostly the common GB2312 ones (UTF-8 bytes
-    misread as GB18030 give rare characters)."""
+    misread as GB18030 give rare characters). Two other encodings share GB2312's byte layout:
+    Japanese EUC-JP reads with its kana right and its kanji wrong (a tenth of kana is Japanese,
+    not Chinese), and Korean EUC-KR reads as the Hanzi of GB2312's rows 16-40, where KS X 1001
+    keeps its Hangul (Chinese text takes most of its characters from the other rows)."""
     non_ascii = [ch for ch in text[:500_000] if ord(ch) > 0x7F]
     if not non_ascii or _BINARY_CONTROL.search(text):
         return False
     cjk = sum(1 for ch in non_ascii if is_cjk(ch))
-    common = sum(1 for ch in set(non_ascii) if _in_gb2312(ch))
-    return cjk / len(non_ascii) >= 0.8 and common / len(set(non_ascii)) >= 0.8
+    kana = sum(1 for ch in non_ascii if "\u3041" <= ch <= "\u30fa")
+    distinct = set(non_ascii)
+    common = sum(1 for ch in distinct if _in_gb2312(ch))
+    han = [ch for ch in non_ascii if "\u4e00" <= ch <= "\u9fff"]
+    hangul_rows = sum(1 for ch in han if _gb2312_lead(ch) in _HANGUL_ROWS)
+    return (
+        cjk / len(non_ascii) >= 0.8
+        and kana < 0.1 * len(non_ascii)
+        and common / len(distinct) >= 0.8
+        and not (len(han) >= 20 and hangul_rows >= 0.9 * len(han))
+    )
+
+
+# GB2312 lead bytes of the rows where EUC-KR (KS X 1001) has its Hangul syllables.
+_HANGUL_ROWS = range(0xB0, 0xC9)
+
+
+def _gb2312_lead(ch: str) -> int:
+    try:
+        return ch.encode("gb2312")[0]
+    except UnicodeEncodeError:
+        return 0
+
+
+def _big5(data: bytes) -> str | None:
+    """Traditional Chinese in Big5 (as Windows code page 950 extends it), when it reads as
+    Chinese: mostly CJK, mostly Big5's frequent characters (its first level, lead bytes
+    0xA4-0xC6) and punctuation (0xA1-0xA3), and some second bytes under 0x80, which Big5 has
+    (63 of its 157) and the EUC encodings never do. Tried after GB18030, whose reading of
+    Big5 bytes gives kana, Greek and rare characters and is refused."""
+    try:
+        text = data.decode("cp950")
+    except UnicodeDecodeError:
+        return None
+    non_ascii = [ch for ch in text[:500_000] if ord(ch) > 0x7F]
+    if not non_ascii or _BINARY_CONTROL.search(text):
+        return None
+    encoded = [ch.encode("cp950") for ch in non_ascii]
+    distinct = set(encoded)
+    cjk = sum(1 for ch in non_ascii if is_cjk(ch))
+    frequent = sum(1 for b in distinct if 0xA1 <= b[0] <= 0xC6)
+    low_trail = sum(1 for b in encoded if len(b) == 2 and b[1] < 0x80)
+    if (
+        cjk / len(non_ascii) >= 0.8
+        and frequent / len(distinct) >= 0.8
+        and low_trail >= 0.1 * len(non_ascii)
+    ):
+        return check_not_binary(text)
+    return None
 
 
 def _in_gb2312(ch: str) -> bool:
@@ -220,8 +273,8 @@ def _encoding_error() -> ParseError:
     return ParseError(
         "invalid_encoding",
         "This text file is not in an encoding Citewise can read reliably (UTF-8, UTF-16, "
-        "Chinese GB18030 or Western European Windows-1252); save it as UTF-8 in a text "
-        "editor and import it again.",
+        "Chinese GB18030 or Big5, or Western European Windows-1252); save it as UTF-8 in a "
+        "text editor and import it again.",
     )
 
 

@@ -237,6 +237,39 @@ def test_text_encodings_decode_to_the_same_document(tmp_path: Path, codec: str, 
     assert not got.sections[0].paragraphs[0].text.startswith("\ufeff")
 
 
+TRADITIONAL = (
+    "第一章 安裝\n\n這是一份繁體中文的說明文件，介紹如何在電腦上安裝與設定軟體。"
+    "請先閱讀使用說明，確認系統需求，再開始操作。若安裝過程中出現錯誤訊息，"
+    "請記下訊息內容並重新啟動電腦。\n"
+)
+
+
+def test_traditional_chinese_in_big5_reads_as_written(tmp_path: Path) -> None:
+    path = tmp_path / "big5.txt"
+    path.write_bytes(TRADITIONAL.encode("big5"))
+    doc = parse_file(path)
+    body = "".join(p.text for s in doc.sections for p in s.paragraphs)
+    assert "這是一份繁體中文的說明文件" in body and "重新啟動電腦" in body
+    assert doc.lang == "zh" and doc.warnings == ()
+
+
+@pytest.mark.parametrize(
+    ("codec", "text"),
+    [
+        ("euc_kr", "역사적 예수 연구자들은 복음서의 기록을 비교하고, 문헌을 함께 읽는다. " * 4),
+        ("euc_jp", "これは日本語の説明書です。ファイルを開いて、設定を確認してください。" * 4),
+    ],
+)
+def test_korean_and_japanese_euc_are_refused_not_read_as_chinese(
+    tmp_path: Path, codec: str, text: str
+) -> None:
+    """Their bytes also decode as GB18030, into Chinese-looking nonsense that landed as ready;
+    no reading is better than a wrong one."""
+    path = tmp_path / f"{codec}.txt"
+    path.write_bytes(text.encode(codec))
+    assert reason_of(path) == "invalid_encoding"
+
+
 def test_utf8_cut_short_is_not_misread_as_gb18030(tmp_path: Path) -> None:
     # Valid GB18030 bytes that are really UTF-8 with one byte dropped would decode to
     # plausible-looking but wrong Han characters; they are read as UTF-8 with one U+FFFD.
