@@ -148,20 +148,13 @@ class EmbeddingCache:
         rounded = np.asarray(vectors, dtype=np.float32).astype(self._numpy_type)
         return normalise(rounded.astype(np.float32))
 
-    def get_many(
-        self, spec: EmbeddingSpec, hashes: Sequence[str], *, scope: str | None = None
-    ) -> dict[str, Vectors]:
-        """The cached vectors (1-D float32, unit length) of those `hashes` that are cached.
-        `scope` (see `cache_scope`) stands for spec.provider in the key when given."""
-        found, matrix = self.find(spec, hashes, scope=scope)
-        return {h: matrix[i] for i, h in enumerate(found)}
-
     def find(
         self, spec: EmbeddingSpec, hashes: Sequence[str], *, scope: str | None = None
     ) -> tuple[list[str], Vectors]:
         """Those of `hashes` that are cached (in no particular order), and their vectors as
         the rows of one float32 matrix (unit length) in that order: an import looks up
-        thousands at once, and one matrix spares it a vector object per hit."""
+        thousands at once, and one matrix spares it a vector object per hit. `scope` (see
+        `cache_scope`) stands for spec.provider in the key when given."""
         key = (scope or spec.provider, spec.model, spec.dimensions)
         wanted = list(dict.fromkeys(hashes))
         rows: list[tuple[str, bytes]] = []

@@ -27,7 +27,6 @@ _INLINE_TITLE_MAX = 300
 _IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
 _LINK = re.compile(r"\[([^\]]+)\](?:\([^)]*\)|\[[^\]]*\])")
 _AUTOLINK = re.compile(r"<((?:https?|ftp|mailto):[^>\s]+)>")
-_TAG = re.compile(r"</?[A-Za-z][^>]*>")
 # An HTML start or end tag, and not an autolink ("<https://…>", "<a@b.org>").
 _HTML_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^>]*)?/?>")
 # The start of an HTML block whose content is no text a reader sees (CommonMark type 1, minus
@@ -44,7 +43,7 @@ def inline_text(text: str) -> str:
     text = _IMAGE.sub(r"\1", text)
     text = _LINK.sub(r"\1", text)
     text = _AUTOLINK.sub(r"\1", text)
-    text = _TAG.sub("", text)
+    text = _HTML_TAG.sub("", text)
     text = text.replace("`", "")
     text = _STRONG.sub(r"\2", text)
     text = _UNDERSCORE.sub(r"\2", text)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import codecs
 import itertools
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -187,6 +188,16 @@ def _utf16_without_bom(data: bytes) -> str | None:
         return None
 
 
+def _non_ascii(text: str) -> Counter[str] | None:
+    """The non-ASCII characters of the text's first 500,000, with their counts (a document
+    repeats its characters, so each is looked up once); None when there are none or the text
+    holds controls that mark binary data."""
+    if _BINARY_CONTROL.search(text):
+        return None
+    counts = Counter(ch for ch in text[:500_000] if ord(ch) > 0x7F)
+    return counts or None
+
+
 def _reads_as_chinese(text: str) -> bool:
     """GB18030 decodes almost any byte soup into Han characters, so demand real Chinese:
     mostly CJK among the non-ASCII characters, and mostly the common GB2312 ones (UTF-8 bytes
@@ -194,20 +205,21 @@ def _reads_as_chinese(text: str) -> bool:
     Japanese EUC-JP reads with its kana right and its kanji wrong (a tenth of kana is Japanese,
     not Chinese), and Korean EUC-KR reads as the Hanzi of GB2312's rows 16-40, where KS X 1001
     keeps its Hangul (Chinese text takes most of its characters from the other rows)."""
-    non_ascii = [ch for ch in text[:500_000] if ord(ch) > 0x7F]
-    if not non_ascii or _BINARY_CONTROL.search(text):
+    counts = _non_ascii(text)
+    if counts is None:
         return False
-    cjk = sum(1 for ch in non_ascii if is_cjk(ch))
-    kana = sum(1 for ch in non_ascii if "\u3041" <= ch <= "\u30fa")
-    distinct = set(non_ascii)
-    common = sum(1 for ch in distinct if _in_gb2312(ch))
-    han = [ch for ch in non_ascii if "\u4e00" <= ch <= "\u9fff"]
-    hangul_rows = sum(1 for ch in han if _gb2312_lead(ch) in _HANGUL_ROWS)
+    total = counts.total()
+    lead = {ch: _gb2312_lead(ch) for ch in counts}
+    cjk = sum(n for ch, n in counts.items() if is_cjk(ch))
+    kana = sum(n for ch, n in counts.items() if "\u3041" <= ch <= "\u30fa")
+    common = sum(1 for ch in counts if lead[ch])
+    han = {ch: n for ch, n in counts.items() if "\u4e00" <= ch <= "\u9fff"}
+    hangul_rows = sum(n for ch, n in han.items() if lead[ch] in _HANGUL_ROWS)
     return (
-        cjk / len(non_ascii) >= 0.8
-        and kana < 0.1 * len(non_ascii)
-        and common / len(distinct) >= 0.8
-        and not (len(han) >= 20 and hangul_rows >= 0.9 * len(han))
+        cjk >= 0.8 * total
+        and kana < 0.1 * total
+        and common >= 0.8 * len(counts)
+        and not (sum(han.values()) >= 20 and hangul_rows >= 0.9 * sum(han.values()))
     )
 
 
@@ -216,6 +228,7 @@ _HANGUL_ROWS = range(0xB0, 0xC9)
 
 
 def _gb2312_lead(ch: str) -> int:
+    """The first byte of `ch` in GB2312, 0 when GB2312 has no such character."""
     try:
         return ch.encode("gb2312")[0]
     except UnicodeEncodeError:
@@ -232,29 +245,17 @@ def _big5(data: bytes) -> str | None:
         text = data.decode("cp950")
     except UnicodeDecodeError:
         return None
-    non_ascii = [ch for ch in text[:500_000] if ord(ch) > 0x7F]
-    if not non_ascii or _BINARY_CONTROL.search(text):
+    counts = _non_ascii(text)
+    if counts is None:
         return None
-    encoded = [ch.encode("cp950") for ch in non_ascii]
-    distinct = set(encoded)
-    cjk = sum(1 for ch in non_ascii if is_cjk(ch))
-    frequent = sum(1 for b in distinct if 0xA1 <= b[0] <= 0xC6)
-    low_trail = sum(1 for b in encoded if len(b) == 2 and b[1] < 0x80)
-    if (
-        cjk / len(non_ascii) >= 0.8
-        and frequent / len(distinct) >= 0.8
-        and low_trail >= 0.1 * len(non_ascii)
-    ):
+    total = counts.total()
+    code = {ch: ch.encode("cp950") for ch in counts}
+    cjk = sum(n for ch, n in counts.items() if is_cjk(ch))
+    frequent = sum(1 for ch in counts if 0xA1 <= code[ch][0] <= 0xC6)
+    low_trail = sum(n for ch, n in counts.items() if len(code[ch]) == 2 and code[ch][1] < 0x80)
+    if cjk >= 0.8 * total and frequent >= 0.8 * len(counts) and low_trail >= 0.1 * total:
         return check_not_binary(text)
     return None
-
-
-def _in_gb2312(ch: str) -> bool:
-    try:
-        ch.encode("gb2312")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def check_not_binary(text: str) -> str:

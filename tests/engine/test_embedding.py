@@ -370,6 +370,12 @@ async def test_cancelling_embed_texts_is_not_swallowed(embedding_server: Embeddi
 SPEC = EmbeddingSpec(provider="openai_compatible", model=MODEL, dimensions=DIMS)
 
 
+def cached(cache: EmbeddingCache, spec: EmbeddingSpec, hashes: list[str]) -> dict[str, Any]:
+    """The cache's hits for `hashes` as {hash: vector}."""
+    found, matrix = cache.find(spec, hashes)
+    return {h: matrix[i] for i, h in enumerate(found)}
+
+
 def test_cache_is_keyed_by_model_and_text(tmp_path: Path) -> None:
     vectors = expected(["x", "y"])
     with EmbeddingCache(tmp_path / "c.sqlite") as cache:
@@ -377,9 +383,9 @@ def test_cache_is_keyed_by_model_and_text(tmp_path: Path) -> None:
             cache.put_many(SPEC, [(text_hash("x"), vectors[0]), (text_hash("y"), vectors[1])]) == 2
         )
         assert cache.put_many(SPEC, [(text_hash("x"), vectors[0])]) == 0
-        got = cache.get_many(SPEC, [text_hash("x"), text_hash("z")])
+        got = cached(cache, SPEC, [text_hash("x"), text_hash("z")])
         other_model = EmbeddingSpec(provider=SPEC.provider, model="other", dimensions=DIMS)
-        assert cache.get_many(other_model, [text_hash("x")]) == {}
+        assert cached(cache, other_model, [text_hash("x")]) == {}
         assert cache.count(SPEC) == 2
     assert set(got) == {text_hash("x")}
     assert np.array_equal(got[text_hash("x")], cache.stored_form(vectors[:1])[0])
@@ -394,7 +400,7 @@ def test_cache_persists_and_keeps_its_stored_type(tmp_path: Path) -> None:
     with EmbeddingCache(path) as reopened:  # asks for float16; the file says float32
         assert reopened.dtype == "float32"
         np.testing.assert_allclose(
-            reopened.get_many(SPEC, [text_hash("x")])[text_hash("x")], vector, atol=1e-7
+            cached(reopened, SPEC, [text_hash("x")])[text_hash("x")], vector, atol=1e-7
         )
 
 
@@ -504,7 +510,7 @@ def test_cache_survives_kill_9_mid_write(tmp_path: Path) -> None:
     spec = EmbeddingSpec(provider="openai_compatible", model="m", dimensions=64)
     with EmbeddingCache(path) as cache:
         for i in committed:
-            assert len(cache.get_many(spec, [f"{i}-{j}" for j in range(100)])) == 100
+            assert len(cached(cache, spec, [f"{i}-{j}" for j in range(100)])) == 100
         assert cache.count(spec) % 100 == 0  # no half-written batch
 
 
