@@ -126,7 +126,7 @@ def test_each_distinct_pre_token_goes_to_the_model_once() -> None:
     assert sorted(seen) == sorted(["the", "Ġcat", "Ġand", "Ġthe", "Ġdog"])  # as BPE sees them
 
 
-def test_counts_are_remembered_across_calls_up_to_the_memo_size(
+def test_recent_counts_are_remembered_across_calls_in_two_generations(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(pretokens, "MEMO_SIZE", 3)
@@ -137,10 +137,31 @@ def test_counts_are_remembered_across_calls_up_to_the_memo_size(
         seen.append(text)
         return len(model.tokenize(text))
 
+    def count(text: str) -> list[str]:
+        """The pre-tokens `text` made the counter run BPE on, its count checked."""
+        before = len(seen)
+        assert counter.count_many([text]) == tokenizer_counts([text])
+        return seen[before:]
+
     counter = PreTokenCounter(bpe_count, tokenizer_counts, added_tokens=[])
-    texts = ["the cat and the dog", "the dog and the cat"]
-    assert counter.count_many(texts) == tokenizer_counts(texts)
-    assert len(seen) == 5
-    assert counter.count_many(texts) == tokenizer_counts(texts)
-    assert sorted(seen[5:]) == ["Ġdog", "Ġthe"]  # memo: "the", " cat", " and"
-    assert len(counter._memo) == 3
+    assert count("cat dog fox") == ["cat", "Ġdog", "Ġfox"]  # the memo's first generation, full
+    words = [
+        "apple",
+        "bread",
+        "chair",
+        "dance",
+        "eagle",
+        "flute",
+        "grape",
+        "house",
+        "igloo",
+        "jelly",
+        "kite",
+        "lemon",
+    ]
+    for word in words:
+        # "the" comes back with every text while a new word passes each time: it is counted
+        # once and stays (keeping the first words for good had it counted every time).
+        assert count(f"the {word}") == (["the"] if word == "apple" else []) + [f"Ġ{word}"]
+        assert len(counter._memo) + len(counter._older) <= 2 * 3
+    assert count("cat dog fox") == ["cat", "Ġdog", "Ġfox"]  # long aged out
