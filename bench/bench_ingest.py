@@ -176,6 +176,10 @@ async def _warm_rounds(
         await app.aclose()
     embed_s = time.perf_counter() - t0
     blocks = warmed.stats.blocks_chunked
+    # Rounds that import nothing would time nothing: a pace of 0.0 that looks like a figure.
+    if warmed.status != "ready" or not blocks:
+        failed = ", ".join(f"{f.source}: {f.message}" for f in warmed.failed_documents)
+        raise RuntimeError(f"the warm-up import landed no blocks ({warmed.status}): {failed}")
     for k in range(rounds):
         cpu0 = _cpu_s()
         raw_s, _, _ = _raw_pymupdf(pdfs)
