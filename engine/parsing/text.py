@@ -254,7 +254,7 @@ def _big5(data: bytes) -> str | None:
     frequent = sum(1 for ch in counts if 0xA1 <= code[ch][0] <= 0xC6)
     low_trail = sum(n for ch, n in counts.items() if len(code[ch]) == 2 and code[ch][1] < 0x80)
     if cjk >= 0.8 * total and frequent >= 0.8 * len(counts) and low_trail >= 0.1 * total:
-        return check_not_binary(text)
+        return text  # free of binary controls: _non_ascii found none
     return None
 
 

@@ -140,7 +140,8 @@ def byte_level(text: str) -> str:
 # so the words a counter keeps meeting stay while those of one past document age out. (Keeping
 # the first 10,000 for good, as before, filled the memo with the Debian manual's first
 # 10,000 words: every later document in a long-lived parse worker missed it, and chunking
-# lshort-zh-cn took 0.20 s instead of 0.13 s.) At most 2 * MEMO_SIZE short strings: ~10 MB.
+# lshort-zh-cn there took 0.19-0.21 s CPU instead of 0.07-0.10 s.) At most 2 * MEMO_SIZE short
+# strings: ~12 MB.
 MEMO_SIZE = 50_000
 
 

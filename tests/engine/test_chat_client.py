@@ -47,6 +47,7 @@ from tests.servers.chat_server import (
     Usage,
     completion_tokens_for,
 )
+from tests.servers.timeouts import timeout_for
 
 API_KEY = "sk-chat-5e8b2c7d9a1f4e63b0c2"
 MODEL = "deepseek-chat"
@@ -298,10 +299,7 @@ async def test_failures_are_classified_and_not_retried(
     chat_server: ChatServer, mode: str, fault: Any, code: str, retryable: bool, status: int | None
 ) -> None:
     chat_server.script(fault)
-    # short only where the fault is a delay: a 0.3 s timeout for every fault can read an error
-    # reply on a busy machine as a timeout
-    timeout_s = 0.3 if isinstance(fault, Delay) else 5.0
-    async with open_client(chat_server, timeout_s=timeout_s) as client:
+    async with open_client(chat_server, timeout_s=timeout_for(fault)) as client:
         with pytest.raises(ChatError) as info:
             await ask(client, mode)
     assert info.value.code == code

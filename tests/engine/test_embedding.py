@@ -43,6 +43,7 @@ from tests.servers.embedding_server import (
     tokens_for,
     vector_for,
 )
+from tests.servers.timeouts import timeout_for
 
 REPO = Path(__file__).resolve().parents[2]
 API_KEY = "sk-test-7f3a9c1e5b2d4f60a8e1"
@@ -68,12 +69,6 @@ async def open_provider(
         yield provider
     finally:
         await provider.aclose()
-
-
-def timeout_for(behaviour: Any) -> float:
-    """A request timeout that a Delay(3.0) reply overruns and any other reply meets, however
-    busy the machine: a 0.2 s timeout for every reply once read a 429 under load as a timeout."""
-    return 1.0 if isinstance(behaviour, Delay) else 5.0
 
 
 def expected(texts: list[str]) -> np.ndarray[Any, np.dtype[np.float32]]:

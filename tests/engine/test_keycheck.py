@@ -24,15 +24,10 @@ from tests.servers.chat_server import (
 )
 from tests.servers.embedding_server import EmbeddingServer
 from tests.servers.page_server import Page, html, json_page, serving, vendor_refusal
+from tests.servers.timeouts import timeout_for
 
 API_KEY = "sk-keycheck-3d9f1a7c5e2b4d80"
 NET = NetworkSettings()
-
-
-def timeout_for(fault: object) -> float:
-    """A request timeout that a Delay(3.0) reply overruns and any other reply meets, however
-    busy the machine (a short timeout for every fault can read an error reply as a timeout)."""
-    return 0.3 if isinstance(fault, Delay | emb.Delay) else 5.0
 
 
 @pytest.fixture(params=["asyncio", "trio"])
