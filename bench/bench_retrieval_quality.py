@@ -80,6 +80,9 @@ class Variant:
     # jieba word ("行里", "里正" of "命令行里正常") are dropped from the keyword query, unless
     # nothing would be left.
     query_words: bool = False
+    # Query side only: without the query's single Chinese characters (retrieval
+    # character_terms), as before citewise-hybrid-5.
+    no_characters: bool = False
 
 
 VARIANTS = (
@@ -90,6 +93,7 @@ VARIANTS = (
     Variant("bigrams, old term filter", False, False, old_terms=True),
     Variant("bigrams+identifiers", False, False, identifiers=True),
     Variant("bigrams, query bigrams within jieba words", False, False, query_words=True),
+    Variant("bigrams, no query characters", False, False, no_characters=True),
 )
 # A word with a case change inside it ("readFileSync", "HTTPServer"), and its parts.
 _CAMEL = re.compile(r"\b[A-Za-z]*[a-z][A-Z][A-Za-z0-9]*|\b[A-Z]{2,}[a-z][A-Za-z0-9]*")
@@ -175,6 +179,14 @@ def _extras(variant: Variant) -> Callable[[str], list[str]]:
 @contextlib.contextmanager
 def keyword_variant(snapshot: Snapshot, variant: Variant, tmp: Path) -> Iterator[None]:
     """Search `snapshot` with the body BM25 index and query tokens of `variant`."""
+    if variant.no_characters:
+        shipped_characters = retrieval.character_terms
+        retrieval.character_terms = lambda tokens: []
+        try:
+            yield
+        finally:
+            retrieval.character_terms = shipped_characters
+        return
     if variant.old_terms or variant.query_words:
         shipped = retrieval.keyword_query
         patched = _old_keyword_query if variant.old_terms else _within_words(shipped)

@@ -96,6 +96,8 @@ ADMISSION_AVAILABLE = "citewise.admission.available"
 ADMISSION_USED = "citewise.admission.used_tokens"
 RETRIEVAL_VERSION = "citewise.retrieval.version"
 RETRIEVAL_QUERY_TOKENS = "citewise.retrieval.query_tokens"
+# A Chinese query's single characters, scored only in blocks that match a query token.
+RETRIEVAL_CHARACTER_TOKENS = "citewise.retrieval.character_tokens"
 RETRIEVAL_KEYWORD_CANDIDATES = "citewise.retrieval.keyword.candidates"
 RETRIEVAL_VECTOR_CANDIDATES = "citewise.retrieval.vector.candidates"
 # Parallel lists over the returned blocks, best first; rank 0 = not in that list.

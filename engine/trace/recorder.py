@@ -486,6 +486,8 @@ def retrieval_attributes(internal: ToolInternals) -> Attributes:
     ranking = search.ranking
     out[m.RETRIEVAL_VERSION] = search.retrieval_version
     out[m.RETRIEVAL_QUERY_TOKENS] = list(search.query_tokens)
+    if search.character_tokens:
+        out[m.RETRIEVAL_CHARACTER_TOKENS] = list(search.character_tokens)
     out[m.RETRIEVAL_KEYWORD_CANDIDATES] = search.keyword_candidates
     out[m.RETRIEVAL_VECTOR_CANDIDATES] = search.vector_candidates
     out[m.RETRIEVAL_BLOCKS] = [r.citation for r in ranking]

@@ -1,10 +1,11 @@
 """Retrieval quality on the shared corpus and its gold set: recall@5 and MRR of the keyword list
 alone, the vector list alone and the hybrid search_blocks ranks with — hybrid must do at least
-as well as either list on the shared set, and find the evidence of at least 78% of its questions
+as well as either list on the shared set, and find the evidence of at least 85% of its questions
 and 80% of the project's second set (tests/fixtures/gold/second.jsonl, written before tuning,
 on corpus documents the shared set does not use). The shared bar was 80% with one vector per
 block and no similarity floor; sentence vectors and the floor cost it one question and gain
-three on the second set; weighting vectors for cross-language blocks won one back (0.786).
+three on the second set; weighting vectors for cross-language blocks won one back (0.786), and
+scoring a Chinese query's characters in the blocks that match its terms one more (0.857).
 
 A question counts when any of its evidence quotes (NFC, casefold, whitespace removed, as
 GOLD-FORMAT.md says) lies inside one of the top 5 blocks of a search over the whole collection
@@ -101,7 +102,7 @@ def test_hybrid_search_beats_each_list_alone_and_finds_most_gold_evidence(
     keyword, vector, hybrid = (table[m][0] for m in ("keyword", "vector", "hybrid"))
     assert hybrid >= max(keyword, vector)
     assert table["hybrid"][1] >= max(table["keyword"][1], table["vector"][1]) - 0.05
-    assert hybrid >= 0.78
+    assert hybrid >= 0.85
 
 
 @pytest.mark.slow

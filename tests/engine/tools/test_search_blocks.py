@@ -15,7 +15,7 @@ import msgspec
 import pytest
 
 from engine.tools import BlocksResult, ErrorResult, ToolOutcome, default_retrieval_params, run_tool
-from engine.tools.retrieval import keyword_query, search
+from engine.tools.retrieval import character_terms, keyword_query, search
 from index.snapshot import Snapshot
 from tests.engine.tools.snapshots import context as make_context
 from tests.engine.tools.snapshots import (
@@ -293,6 +293,34 @@ def test_chinese_scaffolding_is_dropped_but_topic_bigrams_and_lone_characters_st
     assert dropped == ["为什", "什么"]  # a bigram with one topic character (台的) stays
     assert keyword_query("锁")[0] == ["锁"]  # a one-character query is still a topic
     assert keyword_query("的") == ([], ["的"])
+
+
+def test_a_chinese_querys_characters_count_in_blocks_that_match_one_of_its_terms() -> None:
+    assert character_terms(["关掉", "掉自", "自动", "更新"]) == ["关", "掉", "自", "动", "更", "新"]
+    assert character_terms(["锁", "控制", "台的"]) == ["控", "制", "台"]  # no 的, no 锁 twice
+    assert character_terms(["eventemitter", "ab"]) == []
+
+
+def test_a_block_that_words_the_query_another_way_outranks_one_that_shares_less(
+    tmp_path: Path, open_snapshot: Callable[[Path], Snapshot]
+) -> None:
+    # "关掉" (switch off) and "关闭" (close) share 关; both blocks hold 自动更新 once.
+    settings = plain("settings", ["自动更新会在夜里下载补丁包。", "在设置里可以关闭自动更新功能。"])
+    snap = open_snapshot(write_snapshot(tmp_path / "h", [settings]))
+    params = default_retrieval_params()
+    outcome = search(snap, "怎么关掉自动更新", None, None, params, "keyword")
+    assert "关" in outcome.trace.character_tokens
+    assert "关闭" in snap.block(outcome.ordinals[0]).text
+
+
+def test_common_characters_alone_match_no_block(
+    tmp_path: Path, open_snapshot: Callable[[Path], Snapshot]
+) -> None:
+    # Every character of the query is in the block, none of its bigrams: no keyword match.
+    snap = open_snapshot(write_snapshot(tmp_path / "h", [plain("p", ["大学生在图书馆读书。"])]))
+    outcome = search(snap, "书读馆图", None, None, default_retrieval_params(), "keyword")
+    assert outcome.trace.character_tokens == ("书", "读", "馆", "图")
+    assert outcome.trace.keyword_candidates == 0 and outcome.ordinals == ()
 
 
 async def test_each_lists_first_block_keeps_a_place_in_the_result(
