@@ -17,6 +17,7 @@ import tempfile
 import time
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pymupdf
@@ -27,6 +28,7 @@ from bench.runner import CORPUS, Report
 from engine.config import parse_config
 from engine.paths import DataDir
 
+_mupdf: Any = pymupdf  # pymupdf ships without type hints
 DOCS = CORPUS / "docs"
 PDFS = sorted(DOCS.glob("*.pdf"))
 REALWORLD = Path(__file__).resolve().parents[1] / "tests" / "realworld" / "pdf"
@@ -41,7 +43,7 @@ def realworld_pdfs() -> list[Path]:
     chosen = []
     for path in sorted(REALWORLD.glob("*.pdf")):
         try:
-            with pymupdf.open(path) as doc:
+            with _mupdf.open(path) as doc:
                 if doc.needs_pass or not all(page.get_text().strip() for page in doc):
                     continue
             parsed = parse_file(path, ParseLimits(ocr=False))
@@ -114,7 +116,7 @@ def _raw_pymupdf(paths: list[Path]) -> tuple[float, int, int]:
     t0 = time.perf_counter()
     pages = chars = 0
     for path in paths:
-        with pymupdf.open(path) as doc:
+        with _mupdf.open(path) as doc:
             for page in doc:
                 chars += len(page.get_text())
                 pages += 1
@@ -295,7 +297,7 @@ def _perturb(src: Path, dst: Path, marker: str) -> None:
     dst.parent.mkdir(parents=True, exist_ok=True)
     suffix = src.suffix.lower()
     if suffix == ".pdf":
-        with pymupdf.open(src) as doc:
+        with _mupdf.open(src) as doc:
             doc[-1].insert_text((72, 72), marker)
             doc.save(dst)
     elif suffix in (".docx", ".epub"):
@@ -435,12 +437,12 @@ def import_stages(report: Report, quick: bool) -> None:
         spent = dict.fromkeys(stages, 0.0)
         for path in PDFS:
             t = time.process_time()
-            with pymupdf.open(path) as doc:
+            with _mupdf.open(path) as doc:
                 for page in doc:
                     page.get_text()
             spent[stages[0]] += time.process_time() - t
             t = time.process_time()
-            with pymupdf.open(path) as doc, _extracting():
+            with _mupdf.open(path) as doc, _extracting():
                 for page in doc:
                     page.get_text("dict", flags=pymupdf.TEXTFLAGS_TEXT)
             spent[stages[1]] += time.process_time() - t

@@ -164,7 +164,8 @@ def _real_vectors(n: int) -> np.ndarray:
     for i in range(0, len(paras), 64):
         out.append(model.encode(paras[i : i + 64]))
     v = np.concatenate(out).astype(np.float32)
-    return v / np.linalg.norm(v, axis=1, keepdims=True)
+    unit: np.ndarray = v / np.linalg.norm(v, axis=1, keepdims=True)
+    return unit
 
 
 def _grow(real: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -172,7 +173,8 @@ def _grow(real: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
     reps = -(-n // len(real))
     v = np.tile(real, (reps, 1))[:n]
     v = v + rng.normal(0, 0.02, v.shape).astype(np.float32)
-    return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float16)
+    grown: np.ndarray = (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float16)
+    return grown
 
 
 def vector_threshold(report: Report, quick: bool) -> None:

@@ -91,13 +91,13 @@ def text_quality(report: Report, quick: bool) -> None:
                 f"{check_s / parse_s:.2%}",
             ]
         )
-    pages = totals["pages"]
+    n_pages = totals["pages"]
     report.figure("files", len(table))
-    report.figure("pages", pages)
+    report.figure("pages", n_pages)
     report.figure("rounds_best_of", rounds)
-    report.figure("check_us_per_page", round(totals["check_s"] / pages * 1e6, 1))
-    report.figure("raw_pymupdf_get_text_ms_per_page", round(totals["raw_s"] / pages * 1e3, 3))
-    report.figure("citewise_parse_ms_per_page", round(totals["parse_s"] / pages * 1e3, 3))
+    report.figure("check_us_per_page", round(totals["check_s"] / n_pages * 1e6, 1))
+    report.figure("raw_pymupdf_get_text_ms_per_page", round(totals["raw_s"] / n_pages * 1e3, 3))
+    report.figure("citewise_parse_ms_per_page", round(totals["parse_s"] / n_pages * 1e3, 3))
     share = totals["check_s"] / totals["parse_s"]
     report.figure("check_share_of_parse", round(share, 4))
     report.target("check time / whole parse time", share, 0.03)

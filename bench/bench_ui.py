@@ -5,7 +5,7 @@ shown, each idle versus loaded in one run.
 
 The server is `web.launcher.serve` run by this module (`python -m bench.bench_ui --serve …`)
 with two instruments added: a lag sampler task on NiceGUI's loop (sleeps 10 ms, records the
-overshoot) and a App that times the viewer's server-side work. Ten imports run as
+overshoot) and an App that times the viewer's server-side work. Ten imports run as
 App ImportJobs, one per collection, on disjoint parts of the shared corpus (nothing is
 deduplicated by a cache). Answers come from the scripted loopback chat server of tests/servers;
 the browser is Debian's Chromium driven by Playwright. Data goes to temporary directories only.
@@ -90,8 +90,7 @@ def _serve_instrumented(port: int, groups_file: Path) -> None:
             finally:
                 timings["render_pdf_page"].append(time.perf_counter() - t0)
 
-    base = App.from_environment()
-    service = TimedService(base.app)
+    service = TimedService.from_environment()
     lag: list[float] = []
     jobs: list[ImportJob] = []
     tasks: set[asyncio.Task[None]] = set()
@@ -151,7 +150,7 @@ def _serve_instrumented(port: int, groups_file: Path) -> None:
         }
 
     app.on_startup(start_sampler)
-    serve(port=port, browser=True, service=service)
+    serve(port=port, browser=True, app=service)
 
 
 # -- the measuring side -----------------------------------------------------------------------
@@ -332,7 +331,7 @@ def _cold_start_native(home: Path, runs: int) -> tuple[list[float], str | None]:
         env.pop("WAYLAND_DISPLAY", None)
         problem = missing_prerequisite(env)
         if problem is not None:
-            return [], problem
+            return [], problem.detail
         out = []
         for _ in range(runs):
             with _server(["-m", "cli.serve", "--native"], env) as server:
@@ -445,6 +444,7 @@ def ui_responsiveness(report: Report, quick: bool) -> None:
                 port = _free_port()
                 args = ["-m", "bench.bench_ui", "--serve", str(port), str(groups_file)]
                 with _server(args, env) as server:
+                    server.said_at("Citewise is ready", 120)  # listening: the URL comes first
                     page = browser.new_page(viewport={"width": 1280, "height": 900})
                     page.goto(server.url)
                     page.wait_for_function(INTERACTIVE_JS, timeout=30_000)

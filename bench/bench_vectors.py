@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -236,7 +235,7 @@ def latency(sizes: Sequence[int], parts: Sequence[int], threshold: int) -> list[
                         for q, v in zip(queries, qv, strict=True):
                             for mode in ("hybrid", "vector"):
                                 t1 = time.perf_counter()
-                                search(snap, q, v, None, params, mode)  # type: ignore[arg-type]
+                                search(snap, q, v, None, params, mode)
                                 samples[mode].append((time.perf_counter() - t1) * 1000)
                 row: dict[str, Any] = {"blocks": n, "vectors_per_block": p or 1,
                                        "vectors": n * (p or 1), "index": m.vector_index,
@@ -435,4 +434,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -37,7 +37,7 @@ def table(corpus: Path, ocr: bool) -> dict[str, dict[str, Any]]:
 
     quality = _quality()
     try:
-        limits = ParseLimits(ocr=ocr)  # type: ignore[call-arg]
+        limits = ParseLimits(ocr=ocr)
     except TypeError:  # a checkout from before OCR
         limits = ParseLimits()
     rows = {}

@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -184,7 +185,7 @@ def _unit(v: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
 
 
 def kept_synthetic(
-    scratch: Path, n_blocks: int, **options: int
+    scratch: Path, n_blocks: int, **options: Any
 ) -> tuple[Path, SnapshotManifest, float, str]:
     """`build_synthetic(directory, n_blocks, **options)` in `scratch`, or, when the
     CITEWISE_BENCH_SNAPSHOTS folder is set, kept there and reused by later runs: a 600k-vector

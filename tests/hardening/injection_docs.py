@@ -19,6 +19,8 @@ import pymupdf
 
 from tests.servers.chat_server import Text
 
+_mupdf: Any = pymupdf  # pymupdf ships without type hints
+
 # Fake ids: no snapshot has these documents, so a citation to them must be flagged.
 FAKE_CITATIONS = ("evil0000#b9999", "forged01#b0001")
 MISSING_TOOLS = ("delete_all_files", "send_email")
@@ -136,10 +138,10 @@ def _html(title: str, lang: str) -> str:
 
 
 def _pdf(path: Path, title: str, lang: str) -> None:
-    doc = pymupdf.open()
+    doc: Any = _mupdf.open()
     page = doc.new_page()
     font = "china-s"  # has Latin and CJK glyphs, and the 【】 of citation markers
-    rect = pymupdf.Rect(50, 50, 545, 800)
+    rect = _mupdf.Rect(50, 50, 545, 800)
     lines = [title, ""]
     for heading, paragraphs in _sections(lang):
         lines += [heading, *paragraphs, ""]
@@ -147,7 +149,7 @@ def _pdf(path: Path, title: str, lang: str) -> None:
     y = rect.y0
     for i, line in enumerate(lines):
         size = 18 if i == 0 else 11
-        box = pymupdf.Rect(rect.x0, y, rect.x1, y + 80)
+        box = _mupdf.Rect(rect.x0, y, rect.x1, y + 80)
         left = page.insert_textbox(box, line or " ", fontsize=size, fontname=font)
         used = 80 - left if left >= 0 else 80
         y += max(used, size * 1.6) + 2

@@ -26,7 +26,7 @@ import anyio
 from actors.app import App
 from actors.asking import AskResult
 from actors.conversations import ConversationStore
-from actors.tracing import open_store
+from actors.trace_setup import open_store
 from engine.trace.model import trace_id_for
 from tests.corpus import DOCS, REPO, make_app
 
