@@ -15,7 +15,10 @@ import msgspec
 import pytest
 
 from engine.tools import BlocksResult, ErrorResult, ToolOutcome, default_retrieval_params, run_tool
+from engine.tools.contracts import ToolInternals
 from engine.tools.retrieval import character_terms, keyword_query, search
+from engine.trace import model as m
+from engine.trace.recorder import retrieval_attributes
 from index.snapshot import Snapshot
 from tests.engine.tools.snapshots import context as make_context
 from tests.engine.tools.snapshots import (
@@ -311,6 +314,11 @@ def test_a_block_that_words_the_query_another_way_outranks_one_that_shares_less(
     outcome = search(snap, "怎么关掉自动更新", None, None, params, "keyword")
     assert "关" in outcome.trace.character_tokens
     assert "关闭" in snap.block(outcome.ordinals[0]).text
+    # the trace says which characters counted
+    attributes = retrieval_attributes(ToolInternals(search=outcome.trace))
+    assert attributes[m.RETRIEVAL_CHARACTER_TOKENS] == list(outcome.trace.character_tokens)
+    english = search(snap, "automatic updates", None, None, params, "keyword").trace
+    assert m.RETRIEVAL_CHARACTER_TOKENS not in retrieval_attributes(ToolInternals(search=english))
 
 
 def test_common_characters_alone_match_no_block(
