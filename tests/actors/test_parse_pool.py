@@ -6,12 +6,15 @@ import dataclasses
 import os
 import shutil
 import signal
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import anyio
 import msgspec
 import pytest
 
+from actors import parse_pool
 from actors.ingest import format_of
 from actors.parse_pool import Chunking, Finished, ParsePool, PrioritySlots
 from engine.chunker import chunk_document
@@ -23,9 +26,10 @@ from engine.tokens import TokenCounter
 from index.fsutil import file_sha256
 from index.prepared import prepare_document
 from index.records import DocumentRecord, VectorLayout
-from tests.corpus import DOCS
+from tests.corpus import DOCS, REPO
 
 pytestmark = pytest.mark.anyio
+T = TypeVar("T")
 
 
 def untimed(record: DocumentRecord) -> DocumentRecord:
@@ -169,6 +173,30 @@ async def test_workers_return_documents_chunked_and_prepared_as_in_one_process(
         assert msgspec.json.encode(untimed(got.record)) == msgspec.json.encode(expected)
         assert got.prepared is not None
         got.prepared.check(got.record)  # the preparation is of this very record
+
+
+async def test_only_a_pdf_is_planned_first_any_other_file_takes_one_worker_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Only a PDF can be read as page ranges, so only a PDF asks a worker for a plan: a folder
+    of small notes would otherwise pay two round trips to the workers for each one."""
+    called: list[str] = []
+    in_process = parse_pool._in_process
+
+    async def counted(func: Callable[..., T], *args: object) -> T:
+        called.append(func.__name__)
+        return await in_process(func, *args)
+
+    monkeypatch.setattr(parse_pool, "_in_process", counted)
+    pool = ParsePool(processes=1)
+    short_pdf = REPO / "tests" / "realworld" / "pdf" / "pdfjs-issue6069.pdf"
+    for path, expected in (
+        (DOCS / "nodejs-md" / "readline.md", ["_parse_whole"]),
+        (short_pdf, ["_plan", "_parse_whole"]),
+    ):
+        called.clear()
+        finished = await pool.document(path, ParseLimits(), 0, _chunking(path))
+        assert called == expected and finished.record.blocks
 
 
 async def test_a_long_pdf_can_come_back_unprepared_and_be_prepared_apart_alike() -> None:
