@@ -4,6 +4,11 @@ The key covers everything that changes the blocks: the file's content hash, the 
 chunker versions, the block size and the tokenizer. Entries are written atomically; a torn or
 foreign file reads as a miss, never as a document. It is only a cache: an entry that cannot be
 read or written (on Windows: a scanner holding it) is a miss, never a failed import.
+
+Entries are not fsynced: the two fsyncs of an entry (3.6 ms median) sat on the parse path of
+every document, and a warm import of 300 small Markdown notes took 2.25 s with them against
+1.96 s without. A power cut can leave an entry empty or cut short, which reads as a miss
+(msgpack decoding fails), and that document is parsed again.
 """
 
 from __future__ import annotations
@@ -54,7 +59,7 @@ class DocumentCache:
         path = self._path(key)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(path, _encoder.encode(record))
+            atomic_write(path, _encoder.encode(record), durable=False)
         except OSError:
             return  # the next import parses this document again
 

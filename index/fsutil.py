@@ -209,11 +209,16 @@ def sweep(directory: Path) -> list[str]:
     return left
 
 
-def atomic_write(path: Path, data: bytes, *, point: str | None = None) -> None:
+def atomic_write(
+    path: Path, data: bytes, *, point: str | None = None, durable: bool = True
+) -> None:
     """Replace `path` with `data` so a reader sees the old or the new content, never a mix.
 
     Writes a temporary file beside it, fsyncs it, renames it over `path`, fsyncs the directory.
     `point` labels the crash points between those steps (index.crashpoints.ATOMIC_STEPS).
+    `durable=False` leaves out both fsyncs, for a cache only: a killed process still leaves the
+    old content or the new, but after a power cut the file may be empty or cut short, which
+    its reader must take for a miss.
     """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     replaced = False
@@ -223,7 +228,8 @@ def atomic_write(path: Path, data: bytes, *, point: str | None = None) -> None:
             f.flush()
             if point:
                 crash_point(f"{point}:before-fsync")
-            os.fsync(f.fileno())
+            if durable:
+                os.fsync(f.fileno())
         if point:
             crash_point(f"{point}:before-replace")
         replace_with_retry(tmp, path)
@@ -233,7 +239,8 @@ def atomic_write(path: Path, data: bytes, *, point: str | None = None) -> None:
             remove_file(tmp)  # if held, it stays: killed_writes() finds it after this process
     if point:
         crash_point(f"{point}:after-replace")
-    fsync_dir(path.parent)
+    if durable:
+        fsync_dir(path.parent)
     if point:
         crash_point(f"{point}:after-dir-fsync")
 

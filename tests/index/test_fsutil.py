@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from index.fsutil import file_sha256, files_sha256, synced_together, write_new_file
+from index.fsutil import (
+    atomic_write,
+    file_sha256,
+    files_sha256,
+    synced_together,
+    write_new_file,
+)
 
 _WRITE_THREE = textwrap.dedent(
     """
@@ -69,3 +75,18 @@ def test_many_files_hash_as_one_by_one(tmp_path: Path) -> None:
     for k, path in enumerate(paths):
         path.write_bytes(bytes([k]) * (k * 70_000))
     assert files_sha256(paths) == [file_sha256(p) for p in paths]
+
+
+def test_an_atomic_write_syncs_file_and_folder_unless_it_is_only_a_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
+    target = tmp_path / "entry"
+    atomic_write(target, b"first")
+    assert len(synced) == (2 if os.name != "nt" else 1)  # the file, then its folder
+    synced.clear()
+    atomic_write(target, b"second", durable=False)
+    assert synced == [] and target.read_bytes() == b"second"
+    assert [p.name for p in tmp_path.iterdir()] == ["entry"]  # no temporary file left
