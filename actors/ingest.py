@@ -421,7 +421,9 @@ class Ingest:
             self.config.ingest.block_target_tokens,
             self.counter.version,
         )
-        cached: DocumentRecord | None = await anyio.to_thread.run_sync(self.documents.get, key)
+        cached: DocumentRecord | None = await anyio.to_thread.run_sync(
+            self.documents.get, key, content_hash
+        )
         if cached is not None and not (every_page and _pages_left(cached.report)):
             if cached.source != target.source:  # the same bytes imported under another name
                 cached = msgspec.structs.replace(

@@ -45,16 +45,22 @@ class DocumentCache:
     def _path(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key}.msgpack"
 
-    def get(self, key: str) -> DocumentRecord | None:
+    def get(self, key: str, content_hash: str | None = None) -> DocumentRecord | None:
+        """The entry of `key`, or None. With `content_hash`, an entry whose record is of other
+        bytes is a miss too: on a file system that does not zero what a power cut left
+        unwritten, an entry could hold an older file's blocks."""
         try:
-            return _decoder.decode(self._path(key).read_bytes())
+            record = _decoder.decode(self._path(key).read_bytes())
         except (OSError, msgspec.DecodeError, msgspec.ValidationError):
             return None
+        if content_hash is not None and record.content_hash != content_hash:
+            return None
+        return record
 
     def put(self, key: str, record: DocumentRecord) -> None:
-        """Store an entry unless a readable one is there (same key, same content): replacing a
+        """Store an entry unless a readable one of the same document is there: replacing a
         file another reader holds is what Windows refuses."""
-        if self.get(key) is not None:
+        if self.get(key, record.content_hash) is not None:
             return
         path = self._path(key)
         try:

@@ -36,4 +36,18 @@ def test_an_entry_a_power_cut_damaged_reads_as_a_miss_and_is_written_again(
     entry.write_bytes(damage(entry.read_bytes()))
     assert cache.get(KEY) is None
     cache.put(KEY, record)  # the next import parses the document again and stores it
-    assert cache.get(KEY) == record
+    assert cache.get(KEY, record.content_hash) == record
+
+
+def test_an_entry_holding_another_documents_record_is_a_miss_and_is_replaced(
+    tmp_path: Path,
+) -> None:
+    record = plain("notes", ["First note, long enough to be a block."])
+    other = plain("other", ["Another file's blocks, as a power cut may leave them."])
+    assert other.content_hash != record.content_hash
+    cache = DocumentCache(tmp_path / "documents")
+    cache.put(KEY, other)  # what the entry's disk blocks held before
+    assert cache.get(KEY, record.content_hash) is None
+    assert cache.get(KEY) == other  # without a hash to check, a readable entry is returned
+    cache.put(KEY, record)
+    assert cache.get(KEY, record.content_hash) == record
