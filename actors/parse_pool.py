@@ -39,12 +39,12 @@ from engine.parsing import (
     PdfPart,
     PdfPlan,
     assemble_pdf,
+    may_read_in_ranges,
     parse_file,
     parse_pdf_pages,
     plan_parallel_parse,
     release_kept_pdf,
 )
-from engine.parsing.formats import FORMAT_BY_SUFFIX
 from engine.parsing.ocr_signals import PageCounts, pause_file
 from engine.tokens import TokenCounter, preload
 from index import blockstore
@@ -287,14 +287,6 @@ def _warm(hold_s: float) -> None:
 # -- in the app's process -----------------------------------------------------------------------
 
 
-def may_read_in_ranges(path: Path) -> bool:
-    """Whether a worker has to plan `path` first: only a PDF can be read as page ranges
-    (plan_parallel_parse is None for every other format, decided by the suffix alone). Any
-    other file goes straight to one worker call; for a folder of small notes that call is
-    most of the time each one takes."""
-    return FORMAT_BY_SUFFIX.get(path.suffix.lower()) == "pdf"
-
-
 async def _in_process(func: Callable[..., T], *args: object) -> T:
     """`func(*args)` in a worker process, tried a second time in another worker if the first
     one breaks. An idle worker can have died since its last call (killed from outside, out of
@@ -392,7 +384,9 @@ class ParsePool:
         its page count is known, then as each range comes back from its worker, long before
         the document is assembled and chunked. (A worker's result is the report: the pages
         cost nothing extra to count, and no other channel to the workers is needed.)"""
-        if not may_read_in_ranges(path):  # no plan to ask a worker for: one call, not two
+        # A file that cannot be read as page ranges goes to a worker in one call, not two: for
+        # a folder of small notes the planning round trip was a large part of each one.
+        if not may_read_in_ranges(path):
             whole = self._slots.ask((_WORK, 0, rank, 0))
             return await self._in_worker(whole, _parse_whole, path, limits, chunking)
         # The plan's slot is given back only once this document's work is queued, so it goes

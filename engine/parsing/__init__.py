@@ -1,8 +1,9 @@
 """Document parsers: a file in, a ParsedDocument (flat sections in reading order) out.
 
-The public surface is parse_file and its contracts, plus plan_parallel_parse, parse_pdf_pages,
-release_kept_pdf and assemble_pdf (one long PDF parsed in several worker processes); everything
-else in this package is an implementation detail. Parsers only read; they never write files.
+The public surface is parse_file and its contracts, plus may_read_in_ranges,
+plan_parallel_parse, parse_pdf_pages, release_kept_pdf and assemble_pdf (one long PDF parsed in
+several worker processes); everything else in this package is an implementation detail.
+Parsers only read; they never write files.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from index.lazy import lazy_attributes
 
 if TYPE_CHECKING:  # the same names, for type checkers; at run time each loads on first use
     from engine.errors import ParseError
-    from engine.parsing.dispatch import parse_file, plan_parallel_parse
+    from engine.parsing.dispatch import may_read_in_ranges, parse_file, plan_parallel_parse
     from engine.parsing.formats import PARSER_VERSIONS, SUPPORTED_SUFFIXES
     from engine.parsing.limits import ParseLimits
     from engine.parsing.model import (
@@ -39,6 +40,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "PARSER_VERSIONS": ("engine.parsing.formats", "PARSER_VERSIONS"),
     "SUPPORTED_SUFFIXES": ("engine.parsing.formats", "SUPPORTED_SUFFIXES"),
     "parse_file": ("engine.parsing.dispatch", "parse_file"),
+    "may_read_in_ranges": ("engine.parsing.dispatch", "may_read_in_ranges"),
     "plan_parallel_parse": ("engine.parsing.dispatch", "plan_parallel_parse"),
     "ParseLimits": ("engine.parsing.limits", "ParseLimits"),
     "PATH_SEPARATOR": ("engine.parsing.model", "PATH_SEPARATOR"),
@@ -68,6 +70,7 @@ __all__ = [
     "PdfPart",
     "PdfPlan",
     "assemble_pdf",
+    "may_read_in_ranges",
     "ocr_engine_version",
     "parse_file",
     "parse_pdf_pages",

@@ -178,15 +178,21 @@ def _parse(path: Path, limits: ParseLimits) -> ParsedDocument:
 DEFAULT_LIMITS = ParseLimits()
 
 
+def may_read_in_ranges(path: Path) -> bool:
+    """Whether `plan_parallel_parse` can return a plan for `path`: only a PDF is read as page
+    ranges, decided by the suffix alone, so any other file can be parsed whole without asking."""
+    return FORMAT_BY_SUFFIX.get(Path(path).suffix.lower()) == "pdf"
+
+
 def plan_parallel_parse(path: Path, limits: ParseLimits = DEFAULT_LIMITS) -> PdfPlan | None:
     """How to parse `path` in parallel (`parse_pdf_pages` for each range of the plan, then
     `assemble_pdf`) when it is a PDF long enough to be worth it; None for every other file
     and for any file with a problem, which `parse_file` then reports as always. Reads the
     file (run it where parse_file runs), never fails."""
     path = Path(path)
+    if not may_read_in_ranges(path):
+        return None
     try:
-        if _format(path) != "pdf":
-            return None
         _check_file(path, "pdf", limits)
     except (ParseError, OSError):
         return None
