@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
+from itertools import accumulate
 
 # Still imported from here by actors/ingest.py.
 from engine.errors import ChunkError as ChunkError
@@ -263,28 +264,49 @@ def _exact_counts(blocks: list[list[_Piece]], texts: list[str], counter: TokenCo
     return exact
 
 
-def _lines_of(lines: tuple[LineBox, ...], length: int, begin: int, end: int) -> tuple[LineBox, ...]:
-    """The lines holding characters [begin, end) of a paragraph of `length` characters.
+class _PrintedLines:
+    """Which printed lines hold which characters of one paragraph, for its sentences.
 
     Line lengths come from the page and the paragraph's text may differ by a joined hyphen or
     space per line, so offsets are scaled to the text; a line counts when it holds more than
-    one character of the range (a sentence ending just after a line break stays off it)."""
-    total = sum(line[4] for line in lines)
-    if not lines or total <= 0:
-        return ()
-    scale = length / total
-    chosen: list[LineBox] = []
-    best, best_overlap = lines[0], -1.0
-    at = 0.0
-    for line in lines:
-        lo, hi = at * scale, (at + line[4]) * scale
-        at += line[4]
-        overlap = min(hi, end) - max(lo, begin)
-        if overlap > 1.0:
-            chosen.append(line)
-        if overlap > best_overlap:
-            best, best_overlap = line, overlap
-    return tuple(chosen) or (best,)
+    one character of a range (a sentence ending just after a line break stays off it). The
+    line offsets are laid out once per paragraph and each range is found by bisection: a
+    paragraph of n lines cut into s sentences costs O(n + s log n), not O(n * s)."""
+
+    __slots__ = ("_his", "_lines", "_los")
+
+    def __init__(self, lines: tuple[LineBox, ...], length: int) -> None:
+        total = sum(line[4] for line in lines)
+        self._lines = lines if lines and total > 0 else ()
+        scale = length / total if self._lines else 0.0
+        ends = list(accumulate(line[4] for line in self._lines))
+        self._his = [at * scale for at in ends]
+        self._los = [(at - line[4]) * scale for at, line in zip(ends, self._lines, strict=True)]
+
+    def of(self, begin: int, end: int) -> tuple[LineBox, ...]:
+        """The lines holding characters [begin, end): those sharing more than one character
+        with it, else the line sharing the most (the first, on a tie)."""
+        lines, los, his = self._lines, self._los, self._his
+        if not lines:
+            return ()
+        # Lines before `first` end at or before `begin`; those from `stop` on start at or
+        # after `end`: neither shares a character, and the nearer each is, the less it misses
+        # by. So only the lines between, the nearest on each side and the first line tied
+        # with the nearest on the left can be the answer.
+        first = bisect_right(his, begin)
+        stop = max(first, bisect_left(los, end))
+        candidates = list(range(first, min(stop + 1, len(lines))))
+        if first:
+            candidates.insert(0, bisect_left(his, his[first - 1]))
+        chosen: list[LineBox] = []
+        best, best_overlap = lines[0], -1.0
+        for i in candidates:
+            overlap = min(his[i], end) - max(los[i], begin)
+            if overlap > 1.0:
+                chosen.append(lines[i])
+            if overlap > best_overlap:
+                best, best_overlap = lines[i], overlap
+        return tuple(chosen) or (best,)
 
 
 def _rects(pieces: list[_Piece]) -> tuple[PageRect, ...]:
@@ -383,8 +405,9 @@ def chunk_document(
         for p in paragraphs:
             if number in starts:
                 at = 0
+                printed = _PrintedLines(p.lines, len(p.text))
                 for text, tokens in _split_sentences(p.text, starts[number], target_tokens):
-                    lines = _lines_of(p.lines, len(p.text), at, at + len(text))
+                    lines = printed.of(at, at + len(text))
                     at += len(text)
                     pieces.append(
                         _Piece(text, tokens, number, p.page, p.heading, whole=False, lines=lines)

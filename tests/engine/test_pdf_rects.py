@@ -11,10 +11,13 @@ from typing import Any
 
 import pymupdf
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from engine.chunker import chunk_document
+from engine.chunker import _PrintedLines, chunk_document
 from engine.parsing import parse_file
 from engine.parsing.limits import ParseLimits
+from engine.parsing.model import LineBox
 from engine.parsing.pdf import PAGES_PER_PART, assemble_pdf, parse_pdf_pages, plan_pdf
 from engine.tokens import TokenCounter
 from index.records import DocumentRecord
@@ -168,3 +171,39 @@ def test_a_line_of_several_spans_takes_the_style_most_of_its_characters_are_set_
     code = [_span("print(x)", "Courier", 9.0), _span(" # a", size=9.0)]
     assert _line_text_style(code) == ("print(x) # a", 9.0, False, True)
     assert _line_text_style([_span(""), _span("", size=12.0)]) == ("", 0.0, False, False)
+
+
+def _lines_by_scanning(
+    lines: tuple[LineBox, ...], length: int, begin: int, end: int
+) -> tuple[LineBox, ...]:
+    """The rule _PrintedLines answers by bisection, applied line by line: the lines sharing
+    more than one (scaled) character with [begin, end), else the first sharing the most."""
+    total = sum(line[4] for line in lines)
+    if not lines or total <= 0:
+        return ()
+    scale = length / total
+    chosen, best, best_overlap, at = [], lines[0], -1.0, 0
+    for line in lines:
+        lo, hi = at * scale, (at + line[4]) * scale
+        at += line[4]
+        overlap = min(hi, end) - max(lo, begin)
+        if overlap > 1.0:
+            chosen.append(line)
+        if overlap > best_overlap:
+            best, best_overlap = line, overlap
+    return tuple(chosen) or (best,)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    counts=st.lists(st.sampled_from([0, 1, 2, 3, 7, 40, 80]), max_size=14),
+    length=st.integers(0, 500),
+    begin=st.integers(-3, 503),
+    size=st.integers(-2, 80),
+)
+def test_the_lines_of_a_sentence_are_found_by_bisection_as_by_scanning(
+    counts: list[int], length: int, begin: int, size: int
+) -> None:
+    lines = tuple((float(i), 10.0 * i, 100.0, 10.0 * i + 9, n) for i, n in enumerate(counts))
+    printed = _PrintedLines(lines, length)
+    assert printed.of(begin, begin + size) == _lines_by_scanning(lines, length, begin, begin + size)
