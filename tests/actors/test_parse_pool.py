@@ -175,11 +175,12 @@ async def test_workers_return_documents_chunked_and_prepared_as_in_one_process(
         got.prepared.check(got.record)  # the preparation is of this very record
 
 
-async def test_only_a_pdf_is_planned_first_any_other_file_takes_one_worker_call(
+async def test_only_a_pdf_too_big_to_be_surely_short_is_planned_first(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Only a PDF can be read as page ranges, so only a PDF asks a worker for a plan: a folder
-    of small notes would otherwise pay two round trips to the workers for each one."""
+    """Only a PDF can be read as page ranges, and only one of more than SMALL_PDF_BYTES can
+    have pages enough for it: only such a file asks a worker for a plan first. A folder of
+    small notes or small PDFs would otherwise pay two round trips to the workers for each."""
     called: list[str] = []
     in_process = parse_pool._in_process
 
@@ -189,10 +190,17 @@ async def test_only_a_pdf_is_planned_first_any_other_file_takes_one_worker_call(
 
     monkeypatch.setattr(parse_pool, "_in_process", counted)
     pool = ParsePool(processes=1)
-    short_pdf = REPO / "tests" / "realworld" / "pdf" / "pdfjs-issue6069.pdf"
+    realworld = REPO / "tests" / "realworld" / "pdf"
+    small_pdf, bigger_pdf = (
+        realworld / "pdfjs-issue6069.pdf",
+        realworld / "pymupdf-chinese-tables.pdf",
+    )
+    assert small_pdf.stat().st_size <= parse_pool.SMALL_PDF_BYTES < bigger_pdf.stat().st_size
     for path, expected in (
         (DOCS / "nodejs-md" / "readline.md", ["_parse_whole"]),
-        (short_pdf, ["_plan", "_parse_whole"]),
+        (small_pdf, ["_parse_whole"]),
+        (bigger_pdf, ["_plan", "_parse_whole"]),  # one page: too short to split
+        (DOCS / "lshort-zh-cn.pdf", ["_plan", "_pages", "_pages", "_pages", "_assemble"]),
     ):
         called.clear()
         finished = await pool.document(path, ParseLimits(), 0, _chunking(path))
