@@ -574,8 +574,8 @@ def _recognised(
     outcome = recognise_unreadable(doc, numbers, texts, controls, limits, broken, qualities)
     for p in outcome.text_pages:
         k = p - numbers.start
-        rows[k] = []
-        qualities[k] = page_quality([], controls[k] if k < len(controls) else 0)
+        rows[k] = []  # its text is OCR's now: the control characters its rows lost are gone too
+        qualities[k] = page_quality([])
     return outcome, qualities
 
 

@@ -11,6 +11,8 @@ import re
 
 import msgspec
 
+from engine.parsing.lines import is_cjk
+
 # A page is unreadable when at least this share of its visible characters is debris…
 MAX_DEBRIS_SHARE = 0.2
 # …or, once it has enough characters to judge, when letters and digits are this rare among
@@ -20,6 +22,12 @@ MIN_CHARS_FOR_LETTER_SHARE = 20
 # A document whose readable pages hold less than this share of its visible characters is
 # unreadable as a whole.
 MIN_READABLE_DOCUMENT_SHARE = 0.5
+# A page of spaced script (not mostly Chinese or Japanese) whose text lost at least this many
+# control characters, more than it has spaces, is unreadable however few they are: its words
+# are joined by control codes. That is a font whose codes are glyph numbers: the classic
+# TrueType one shifts every character down by 29, so each space becomes U+0003 and the letters
+# stay letters ("Peníze" as "3HQČåQt"); only the spaces give it away.
+MIN_CONTROLS_FOR_SPACES = 3
 
 _CID = re.compile(r"\(cid:\d+\)")
 _RUNS = re.compile(r"(\S)\1+")
@@ -42,12 +50,13 @@ class PageQuality(msgspec.Struct, frozen=True):
     letters: int  # letters and digits (of `collapsed`)
     collapsed: int  # visible characters without controls; repeated runs collapsed when the
     # letter share of the plain text is too low (dot leaders are not a lack of letters)
+    controls_for_spaces: bool = False  # see MIN_CONTROLS_FOR_SPACES
 
     @property
     def readable(self) -> bool:
         if self.chars == 0:
             return True  # nothing to judge: an empty page is not garbled
-        if self.debris >= MAX_DEBRIS_SHARE * self.chars:
+        if self.controls_for_spaces or self.debris >= MAX_DEBRIS_SHARE * self.chars:
             return False
         if self.collapsed >= MIN_CHARS_FOR_LETTER_SHARE:
             return self.letters >= MIN_LETTER_SHARE * self.collapsed
@@ -73,7 +82,14 @@ def page_quality(texts: list[str], controls: int = 0) -> PageQuality:
     lengths, or summing the lengths of runs); debris is sought only in text that is not
     printable or not ASCII, and repeated runs are collapsed only when the plain letter share
     would fail."""
-    text = "".join("".join(texts).split())
+    lines = "".join(texts)
+    text = "".join(lines.split())
+    spaces = len(lines) - len(text)
+    controls_for_spaces = (
+        controls >= MIN_CONTROLS_FOR_SPACES
+        and controls > spaces
+        and sum(map(is_cjk, text)) < len(text) / 2  # Chinese and Japanese need no spaces
+    )
     chars = len(text) + controls
     debris = controls
     if "(cid:" in text:
@@ -90,4 +106,10 @@ def page_quality(texts: list[str], controls: int = 0) -> PageQuality:
         collapsed = _RUNS.sub(r"\1", text)
         letters = _letters(collapsed)
         total = len(collapsed)
-    return PageQuality(chars=chars, debris=debris, letters=letters, collapsed=total)
+    return PageQuality(
+        chars=chars,
+        debris=debris,
+        letters=letters,
+        collapsed=total,
+        controls_for_spaces=controls_for_spaces,
+    )

@@ -114,3 +114,14 @@ def test_a_garbled_page_past_the_limit_is_told_once_by_the_limits_warning() -> N
     # page 14 is left for the limit's warning (which offers to recognise it), not also
     # reported as unreadable
     assert [(w.code, w.pages) for w in doc.warnings] == [("ocr_page_limit", (14,))]
+
+
+def test_a_page_whose_words_are_joined_by_control_codes_is_recognised_instead() -> None:
+    """pdfminer's issue-791 sample: a font whose codes are glyph numbers gives Latin letters
+    joined by control characters (no text at all with OCR off, tests/realworld). With OCR on
+    the page is recognised, and the control characters its text layer lost no longer count
+    against it: it lands with what OCR read."""
+    doc = parse_file(REALWORLD_PDF / "pdfminer-issue-791-non-unicode-cmap.pdf", ParseLimits())
+    assert doc.pages_ocr == 1
+    text = " ".join(p.text for p in _paragraphs(doc))
+    assert "prostredky na uctech" in text and "3HQ" not in text

@@ -117,6 +117,21 @@ def test_control_characters_removed_by_extraction_count_against_the_page() -> No
     assert page_quality(["Some real words on the page, plenty of them."], controls=2).readable
 
 
+def test_words_joined_by_control_characters_are_unreadable_however_few() -> None:
+    """A font whose codes are glyph numbers shifts each character down by 29: the spaces come
+    out as U+0003, which extraction removes, and the letters stay letters. Few controls, but
+    more than the page's spaces: its words were joined by them (pdfminer's issue-791 sample,
+    "Peníze prostředky na účtech", reads as below)."""
+    shifted = page_quality(["3HQČåQtSURVWĜHGN\\QD~þWHFK"], controls=3)
+    assert shifted.debris < 0.2 * shifted.chars  # the share of debris alone would pass it
+    assert not shifted.readable
+    # real words keep their spaces, however many stray controls a page loses
+    assert page_quality(["Three real words", "and two more here"], controls=3).readable
+    assert page_quality(["Chapter1Introduction"], controls=2).readable  # too few to tell
+    # Chinese and Japanese need no spaces: stray controls there are only debris
+    assert page_quality(["学而时习之，不亦说乎？有朋自远方来，不亦乐乎？"], controls=3).readable
+
+
 # --- page numbers -----------------------------------------------------------------------------
 
 

@@ -32,6 +32,7 @@ EXPECTED: dict[str, Lands | Fails] = {
     "pdfjs-90ms_rksj_h_sample.pdf": Fails("unreadable_text", "cannot be read"),
     "pdfjs-arial_unicode_ab_cidfont.pdf": Fails("unreadable_text", "cannot be read"),
     "pdfjs-issue11549_reduced.pdf": Fails("unreadable_text", "cannot be read"),
+    "pdfminer-issue-791-non-unicode-cmap.pdf": Fails("unreadable_text", "cannot be read"),
     "pdfjs-standard_fonts.pdf": Lands("FONT: courier", "unreadable_pages"),
     # damaged files: pymupdf's repair is trusted; "downloading" only for a file cut short
     "pdfjs-bug1250079.pdf": Lands("Bug 1250079", "pdf_cut_off"),
