@@ -468,13 +468,23 @@ class Ingest:
             )
             return None
         except anyio.BrokenWorkerProcess:
-            self._fail(
-                batch,
-                target,
-                "parse",
-                "corrupt",
-                "the document reader crashed on this file; it is probably damaged",
-            )
+            if await self.parse_pool.reader_starts():
+                self._fail(
+                    batch,
+                    target,
+                    "parse",
+                    "corrupt",
+                    "the document reader crashed on this file; it is probably damaged",
+                )
+            else:  # not the file's fault: no reader process runs at all
+                self._fail(
+                    batch,
+                    target,
+                    "parse",
+                    "reader_unavailable",
+                    "Citewise could not start its document reader, so this file was not read; "
+                    "restart Citewise and import it again",
+                )
             return None
         record = finished.record
         self.report.parsed(target.source, record)

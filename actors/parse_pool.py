@@ -292,6 +292,10 @@ def _prepare(encoded: bytes, part_counts: npt.NDArray[np.int64] | None) -> Prepa
         return prepared_parts(record, part_counts)
 
 
+def _ping() -> bool:
+    return True
+
+
 def _warm(hold_s: float) -> None:
     """Load what the work needs (importing this module loaded the parsers), then keep the
     process a moment so that warm-up calls made together land in different processes."""
@@ -463,6 +467,16 @@ class ParsePool:
         finally:  # give back any ticket not held to the end (cancelled before its turn)
             for ticket in [*tickets, *([finish] if finish is not None else [])]:
                 self._slots.withdraw(ticket)
+
+    async def reader_starts(self) -> bool:
+        """Whether a worker process runs at all now: after a file broke its workers twice,
+        this tells a file that crashes the reader from a reader that cannot start (a broken
+        install, a program stopping new processes), which would otherwise make every file
+        look damaged."""
+        try:
+            return await _in_process(_ping)
+        except anyio.BrokenWorkerProcess:
+            return False
 
     async def prepare(
         self,

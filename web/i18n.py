@@ -433,6 +433,12 @@ TEXTS: dict[str, tuple[str, str]] = {
         "it again.",
         "文件名中有 Citewise 无法保存的字符。请给文件改名后重新导入。",
     ),
+    "fail.reader_unavailable": (
+        "Citewise could not start its document reader, so this file was not read. It is not "
+        "the file's fault. Restart Citewise and import it again.",
+        "Citewise 无法启动文档读取程序,因此没有读取这个文件。这不是文件的问题。请重新启动 Citewise "
+        "后再导入。",
+    ),
     "fail.chunk_error": (
         "Something went wrong inside Citewise while splitting this document into blocks. "
         "Import it again; if it fails again, please report it.",

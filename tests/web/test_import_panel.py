@@ -224,6 +224,7 @@ def test_every_failure_reason_the_pipeline_can_give_has_a_sentence_in_both_langu
         "not_found",
         "bad_name",
         "chunk_error",
+        "reader_unavailable",
         # engine/errors.py EmbeddingErrorCode
         "unauthorized",
         "no_balance",
