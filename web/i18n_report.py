@@ -90,6 +90,11 @@ REPORT_TEXTS: dict[str, tuple[str, str]] = {
         "rest was read as written.",
         "有 {n} 处不是有效的文字,已替换为 �;其余内容按原样读取。",
     ),
+    "report.w.running_text_only": (
+        "The body of this document is empty, so the text of its headers and footers was "
+        "imported instead.",
+        "这份文档的正文是空的,因此导入了它的页眉和页脚中的文字。",
+    ),
     "report.w.images_not_read": (
         "{n} {n|image is|images are} not read: text shown inside images is not in the "
         "library (captions and the text around them are).",

@@ -1,7 +1,8 @@
 """DOCX (Word) to sections: body paragraphs and tables in order, headings from paragraph styles.
 
 Footnotes, endnotes and comments follow the body as their own labelled sections; a text box
-is read once (Word stores it twice). Reads word/document.xml, its notes, word/styles.xml and
+is read once (Word stores it twice); headers and footers are read only when nothing else holds
+text. Reads word/document.xml, its notes, word/styles.xml and
 docProps/core.xml through SafeArchive, so the archive is vetted before anything is inflated
 and no XML part may declare a DTD. Headings come from outline levels (direct or through the
 style chain) or Heading 1-9 / Title styles.
@@ -21,7 +22,7 @@ from engine.parsing.html import strip_site_suffix
 from engine.parsing.lang import detect_lang
 from engine.parsing.limits import ParseLimits
 from engine.parsing.lines import short_title
-from engine.parsing.model import ParsedDocument, images_not_read
+from engine.parsing.model import ParsedDocument, ParseWarning, images_not_read
 from engine.parsing.sections import SectionBuilder
 
 _KIND = "Word document"
@@ -119,6 +120,10 @@ _NOTE_TITLES = {
     "en": {"footnotes": "Footnotes", "endnotes": "Endnotes", "comments": "Comments"},
     "zh": {"footnotes": "脚注", "endnotes": "尾注", "comments": "批注"},
 }
+# Headers and footers repeat on every page (a running title, a page number): not read, unless
+# they hold all the text there is (a letterhead, a form whose body is still empty).
+_RUNNING_RELS = ("/header", "/footer")
+_RUNNING_TITLE = {"en": "Headers and footers", "zh": "页眉和页脚"}
 
 
 def _text(doc: _Doc, el: ET.Element) -> str:
@@ -357,6 +362,54 @@ def _notes(
     return images
 
 
+def _running_parts(zf: SafeArchive, main: str) -> list[str]:
+    """The header and footer parts the main part links to, headers first, in link order."""
+    rels = posixpath.join(posixpath.dirname(main), "_rels", posixpath.basename(main) + ".rels")
+    if zf.find(rels) is None:
+        return []
+    found: dict[str, list[str]] = {suffix: [] for suffix in _RUNNING_RELS}
+    for rel in zf.read_xml(rels).iter(_REL):
+        rel_type, target = rel.get("Type") or "", rel.get("Target") or ""
+        suffix = next((x for x in _RUNNING_RELS if rel_type.endswith(x)), None)
+        if suffix is None or not target or rel.get("TargetMode") == "External":
+            continue
+        base = "" if target.startswith("/") else posixpath.dirname(main)
+        name = posixpath.normpath(posixpath.join(base, target.lstrip("/")))
+        if zf.find(name) is not None and name not in found[suffix]:
+            found[suffix].append(name)
+    return [name for suffix in _RUNNING_RELS for name in found[suffix]]
+
+
+def _running_text(
+    doc: _Doc, zf: SafeArchive, main: str, builder: SectionBuilder
+) -> tuple[ParseWarning, ...]:
+    """For a document with no other text: its headers' and footers' paragraphs, each text
+    once (the first page's, even pages' and default header often say the same), as one
+    labelled section, and the warning that says so."""
+    seen: set[str] = set()
+    texts: list[str] = []
+    for name in _running_parts(zf, main):
+        for p in zf.read_xml(name).iter(doc.tag("p")):
+            text = " ".join(_text(doc, p).split())
+            if text and text not in seen:
+                seen.add(text)
+                texts.append(text)
+    if not texts:
+        return ()
+    lang = detect_lang(texts)
+    if not builder.heading(_RUNNING_TITLE.get(lang, _RUNNING_TITLE["en"]), 1):
+        return ()
+    for text in texts:
+        builder.paragraph(text)
+    return (
+        ParseWarning(
+            code="running_text_only",
+            message="The body of this document is empty; the text of its headers and footers "
+            "was imported instead.",
+        ),
+    )
+
+
 def _main_part(zf: SafeArchive) -> str:
     if zf.find("_rels/.rels") is not None:
         for rel in zf.read_xml("_rels/.rels").iter(_REL):
@@ -420,11 +473,15 @@ def parse_docx(path: Path, limits: ParseLimits) -> ParsedDocument:
         lang = detect_lang(builder.texts())
         images = sum(map(_images, bodies))
         images += _notes(doc, zf, main, lang, _comment_anchors(doc, root), builder)
+        running: tuple[ParseWarning, ...] = ()
+        if not any(builder.texts()):
+            running = _running_text(doc, zf, main, builder)
+            lang = detect_lang(builder.texts())
     sections = builder.finish(title)
     return ParsedDocument(
         title=title,
         lang=lang,
         format="docx",
         sections=sections,
-        warnings=images_not_read(images, "document"),
+        warnings=(*running, *images_not_read(images, "document")),
     )
