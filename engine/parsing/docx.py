@@ -141,10 +141,19 @@ def _text(doc: _Doc, el: ET.Element) -> str:
         if local in _SKIP_LOCAL:
             continue
         if tag == f"{_MC}AlternateContent":
-            # Word writes a text box twice, as DrawingML (Choice) and as VML (Fallback):
-            # read one of them.
-            choice = child.find(f"{_MC}Choice")
-            chosen = choice if choice is not None else child.find(f"{_MC}Fallback")
+            # One content written two ways: read one of them, the first that holds text.
+            # Word writes a text box as DrawingML (Choice) and VML (Fallback), both with the
+            # text; an emoji as a symbol reference only Word 2016 reads (Choice, no text) and
+            # the character itself (Fallback).
+            chosen = next(
+                (
+                    alternative
+                    for alternative in child
+                    if alternative.tag in (f"{_MC}Choice", f"{_MC}Fallback")
+                    and alternative.find(f".//{ns}t") is not None
+                ),
+                None,
+            )
             stack.append(iter([] if chosen is None else list(chosen)))
             continue
         if local in ("footnoteReference", "endnoteReference"):

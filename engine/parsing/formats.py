@@ -19,7 +19,8 @@ SUPPORTED_SUFFIXES: frozenset[str] = frozenset(FORMAT_BY_SUFFIX)
 PARSER_VERSIONS: dict[str, str] = {
     "pdf": "pdf-4",  # pdf-4: text-quality check, repaired files read, overlapping CJK lines joined
     "epub": "epub-3",  # -2: SVG text, <object> fallbacks, in-body footers; -3: spine fallbacks
-    "docx": "docx-3",  # -2: notes, comments, text boxes once; -3: drop caps, form cells, bodies
+    "docx": "docx-4",  # -2: notes, comments, text boxes once; -3: drop caps, form cells, bodies;
+    # -4: emoji written as symbol references, headers and footers of a document with no body text
     "html": "html-4",  # -3: a heading's in-page links are not link text; -4: "js-" classes
     "markdown": "markdown-3",  # -2: Latin-1, damaged UTF-8; -3: no <script>, no tag-only paragraph
     "text": "text-3",  # -3: Big5 read; EUC-KR and EUC-JP refused, not misread as GB18030

@@ -92,6 +92,8 @@ CASES = (
     Case("docx/pandoc-sdt-elements.docx", phrase="col1 content | Body copy | col3 content"),
     # a drop cap ("D", a framed paragraph of its own) opens the word it belongs to
     Case("docx/pandoc-drop-cap.docx", phrase="Drop cap in margin."),
+    # an emoji as Word 2016 writes it: a symbol reference, the character only in the fallback
+    Case("docx/pandoc-emoji-symbols.docx", phrase="Colored:❤️😏📖👌😒"),
     # a broken writer's three <w:body> elements: all three are read, as POI and Tika read them
     Case("docx/poi-MultipleBodyBug.docx", phrase="START BODY 3 The quick, brown fox"),
     # HTML: the article, not the site around it
