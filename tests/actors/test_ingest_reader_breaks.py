@@ -15,6 +15,7 @@ from types import ModuleType
 
 import pytest
 
+from actors.ingest import ImportResult
 from tests.corpus import make_app, run_import
 
 _CANNOT_START = """
@@ -39,27 +40,26 @@ if __name__ == "__mp_main__":
 """
 
 
-def _main_module(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, source: str) -> None:
+def _import_under(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, main_source: str, *names: str
+) -> ImportResult:
+    """Import notes named `names` with the workers' main module `main_source`."""
     script = tmp_path / "main_module.py"
-    script.write_text(source, encoding="utf-8")
+    script.write_text(main_source, encoding="utf-8")
     main = ModuleType("__main__")
     main.__file__ = str(script)
     monkeypatch.setitem(sys.modules, "__main__", main)
-
-
-def _notes(folder: Path, *names: str) -> Path:
+    folder = tmp_path / "notes"
     folder.mkdir()
     for name in names:
         (folder / name).write_text(f"# {name}\n\nA note with a sentence in it.\n", "utf-8")
-    return folder
+    return run_import(make_app(tmp_path / "home"), [folder])
 
 
 def test_a_reader_that_cannot_start_is_not_called_a_damaged_file(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    _main_module(monkeypatch, tmp_path, _CANNOT_START)
-    folder = _notes(tmp_path / "notes", "a.md", "b.md")
-    result = run_import(make_app(tmp_path / "home"), [folder])
+    result = _import_under(monkeypatch, tmp_path, _CANNOT_START, "a.md", "b.md")
     failed = {f.source: f for f in result.failed_documents}
     assert len(failed) == 2
     for failure in failed.values():
@@ -70,9 +70,9 @@ def test_a_reader_that_cannot_start_is_not_called_a_damaged_file(
 def test_a_file_that_crashes_the_reader_is_damaged_and_the_others_still_land(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    _main_module(monkeypatch, tmp_path, _CRASHES_ON_ONE_FILE)
-    folder = _notes(tmp_path / "notes", "crashes-the-reader.md", "fine.md")
-    result = run_import(make_app(tmp_path / "home"), [folder])
+    result = _import_under(
+        monkeypatch, tmp_path, _CRASHES_ON_ONE_FILE, "crashes-the-reader.md", "fine.md"
+    )
     [failure] = result.failed_documents
     assert failure.source.endswith("crashes-the-reader.md")
     assert (failure.stage, failure.reason) == ("parse", "corrupt")
