@@ -141,20 +141,14 @@ def _text(doc: _Doc, el: ET.Element) -> str:
         if local in _SKIP_LOCAL:
             continue
         if tag == f"{_MC}AlternateContent":
-            # One content written two ways: read one of them, the first that holds text.
-            # Word writes a text box as DrawingML (Choice) and VML (Fallback), both with the
-            # text; an emoji as a symbol reference only Word 2016 reads (Choice, no text) and
-            # the character itself (Fallback).
-            chosen = next(
-                (
-                    alternative
-                    for alternative in child
-                    if alternative.tag in (f"{_MC}Choice", f"{_MC}Fallback")
-                    and alternative.find(f".//{ns}t") is not None
-                ),
-                None,
-            )
-            stack.append(iter([] if chosen is None else list(chosen)))
+            # One content written two ways: read one of them, the first that holds text
+            # (else the first, a Choice coming before the Fallback). Word writes a text box as
+            # DrawingML (Choice) and VML (Fallback), both with the text; an emoji as a symbol
+            # reference only Word 2016 reads (Choice, no text) and the character (Fallback).
+            alternatives = [a for a in child if a.tag in (f"{_MC}Choice", f"{_MC}Fallback")]
+            with_text = [a for a in alternatives if a.find(f".//{ns}t") is not None]
+            chosen = (with_text or alternatives)[:1]
+            stack.append(iter(list(chosen[0]) if chosen else []))
             continue
         if local in ("footnoteReference", "endnoteReference"):
             kind = "footnotes" if local == "footnoteReference" else "endnotes"
