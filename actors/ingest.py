@@ -451,6 +451,7 @@ class Ingest:
                         target.source, done, total, cached
                     ),
                     paused=lambda: self.gate.paused,
+                    size=target.size,
                 )
         except ParseError as exc:
             self._fail(batch, target, "parse", exc.reason, exc.message)

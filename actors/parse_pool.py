@@ -77,14 +77,17 @@ _PLAN, _FINISH, _WORK = 0, 1, 2
 SMALL_PDF_BYTES = 128 << 10
 
 
-def _read_whole(path: Path) -> bool:
-    """Whether `path` is parsed in one call (see SMALL_PDF_BYTES)."""
+def _read_whole(path: Path, size: int | None) -> bool:
+    """Whether `path` (of `size` bytes, when the caller knows it) is parsed in one call (see
+    SMALL_PDF_BYTES)."""
     if not may_read_in_ranges(path):
         return True
-    try:
-        return path.stat().st_size <= SMALL_PDF_BYTES
-    except OSError:  # the worker reports what is wrong with it
-        return False
+    if size is None:
+        try:
+            size = path.stat().st_size
+        except OSError:  # the worker reports what is wrong with it
+            return False
+    return size <= SMALL_PDF_BYTES
 
 
 def worker_processes() -> int:
@@ -341,12 +344,14 @@ class ParsePool:
         on_pages: OnPages | None = None,
         on_ocr: OnOcr | None = None,
         paused: Callable[[], bool] | None = None,
+        size: int | None = None,
     ) -> Finished:
         """As `_document`; for a PDF with OCR on, its scanned pages are also counted to
         `on_ocr` as each one is recognised, and while `paused()` the workers hold between
-        pages (engine/parsing/ocr_signals.py carries both)."""
+        pages (engine/parsing/ocr_signals.py carries both). `size`: the file's bytes when the
+        caller has them (else it is looked up)."""
         if on_ocr is None or not limits.ocr or path.suffix.lower() != ".pdf":
-            return await self._document(path, limits, rank, chunking, on_pages)
+            return await self._document(path, limits, rank, chunking, on_pages, size)
         fd, name = tempfile.mkstemp(prefix="citewise-ocr-", suffix=".pages")
         os.close(fd)
         signals = Path(name)
@@ -375,7 +380,7 @@ class ParsePool:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(watch)
                 try:
-                    finished = await self._document(path, limits, rank, chunking, on_pages)
+                    finished = await self._document(path, limits, rank, chunking, on_pages, size)
                 except Exception as exc:
                     failure = exc
                 tg.cancel_scope.cancel()
@@ -396,6 +401,7 @@ class ParsePool:
         rank: int,
         chunking: Chunking,
         on_pages: OnPages | None = None,
+        size: int | None = None,
     ) -> Finished:
         """The document at `path` parsed, chunked and prepared; a long PDF read as page ranges
         in parallel workers, then assembled into the very document one pass gives
@@ -407,7 +413,7 @@ class ParsePool:
         cost nothing extra to count, and no other channel to the workers is needed.)"""
         # A file that cannot be read as page ranges goes to a worker in one call, not two: for
         # a folder of small notes the planning round trip was a large part of each one.
-        if _read_whole(path):
+        if _read_whole(path, size):
             whole = self._slots.ask((_WORK, 0, rank, 0))
             return await self._in_worker(whole, _parse_whole, path, limits, chunking)
         # The plan's slot is given back only once this document's work is queued, so it goes

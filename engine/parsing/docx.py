@@ -276,19 +276,28 @@ def _roman(n: int) -> str:
     return out
 
 
+def _linked_parts(zf: SafeArchive, main: str) -> Iterator[tuple[str, str]]:
+    """(relationship type, part name) of every part in the archive the main part links to."""
+    rels = posixpath.join(posixpath.dirname(main), "_rels", posixpath.basename(main) + ".rels")
+    if zf.find(rels) is None:
+        return
+    for rel in zf.read_xml(rels).iter(_REL):
+        rel_type, target = rel.get("Type") or "", rel.get("Target") or ""
+        if not target or rel.get("TargetMode") == "External":
+            continue
+        base = "" if target.startswith("/") else posixpath.dirname(main)
+        name = posixpath.normpath(posixpath.join(base, target.lstrip("/")))
+        if zf.find(name) is not None:
+            yield rel_type, name
+
+
 def _note_parts(zf: SafeArchive, main: str) -> dict[str, str]:
     """kind -> part name of the footnotes, endnotes and comments the main part links to."""
-    rels = posixpath.join(posixpath.dirname(main), "_rels", posixpath.basename(main) + ".rels")
     found: dict[str, str] = {}
-    if zf.find(rels) is not None:
-        for rel in zf.read_xml(rels).iter(_REL):
-            rel_type, target = rel.get("Type") or "", rel.get("Target") or ""
-            for suffix, _, _, kind in _NOTE_PARTS:
-                if rel_type.endswith(suffix) and target and rel.get("TargetMode") != "External":
-                    base = "" if target.startswith("/") else posixpath.dirname(main)
-                    name = posixpath.normpath(posixpath.join(base, target.lstrip("/")))
-                    if zf.find(name) is not None:
-                        found[kind] = name
+    for rel_type, name in _linked_parts(zf, main):
+        for suffix, _, _, kind in _NOTE_PARTS:
+            if rel_type.endswith(suffix):
+                found[kind] = name
     for _, default, _, kind in _NOTE_PARTS:
         if kind not in found and zf.find(default) is not None:
             found[kind] = default
@@ -367,19 +376,11 @@ def _notes(
 
 def _running_parts(zf: SafeArchive, main: str) -> list[str]:
     """The header and footer parts the main part links to, headers first, in link order."""
-    rels = posixpath.join(posixpath.dirname(main), "_rels", posixpath.basename(main) + ".rels")
-    if zf.find(rels) is None:
-        return []
     found: dict[str, list[str]] = {suffix: [] for suffix in _RUNNING_RELS}
-    for rel in zf.read_xml(rels).iter(_REL):
-        rel_type, target = rel.get("Type") or "", rel.get("Target") or ""
-        suffix = next((x for x in _RUNNING_RELS if rel_type.endswith(x)), None)
-        if suffix is None or not target or rel.get("TargetMode") == "External":
-            continue
-        base = "" if target.startswith("/") else posixpath.dirname(main)
-        name = posixpath.normpath(posixpath.join(base, target.lstrip("/")))
-        if zf.find(name) is not None and name not in found[suffix]:
-            found[suffix].append(name)
+    for rel_type, name in _linked_parts(zf, main):
+        for suffix in _RUNNING_RELS:
+            if rel_type.endswith(suffix) and name not in found[suffix]:
+                found[suffix].append(name)
     return [name for suffix in _RUNNING_RELS for name in found[suffix]]
 
 

@@ -205,6 +205,11 @@ async def test_only_a_pdf_too_big_to_be_surely_short_is_planned_first(
         called.clear()
         finished = await pool.document(path, ParseLimits(), 0, _chunking(path))
         assert called == expected and finished.record.blocks
+    # the size the importer found when it listed the file decides, without another look
+    called.clear()
+    size = small_pdf.stat().st_size
+    await pool.document(bigger_pdf, ParseLimits(), 0, _chunking(bigger_pdf), size=size)
+    assert called == ["_parse_whole"]
 
 
 async def test_a_long_pdf_can_come_back_unprepared_and_be_prepared_apart_alike() -> None:
