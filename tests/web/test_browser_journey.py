@@ -1,7 +1,7 @@
 """A new user's first session in a real headless Chromium against a real `serve --browser`
 process, walked as a person would and checked after every action on every page.
 
-First start → wizard (scripted chat server, built-in embedding model) → import two corpus
+First start → wizard (scripted chat server, built-in embedding model) → import three corpus
 documents with pause and resume → first question from the wizard, streamed with citation chips
 → the source viewer draws the cited PDF page → reload (nothing is asked again) → the answer's
 trace with its story and evidence replay → re-run it once from the page and open the re-run's
@@ -45,7 +45,10 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-JOURNEY_DOCS = ("debian-reference.en.pdf", "python-faq/installed.html")
+# Both long PDFs, so the import is still reading when the Pause click reaches the server: it shows
+# "Paused" only while a document has a gate left to pass, and with the Debian manual alone (about
+# 2 s of parsing) a click delayed on a loaded machine could arrive after the last one.
+JOURNEY_DOCS = ("debian-reference.en.pdf", "lshort-zh-cn.pdf", "python-faq/installed.html")
 UPLOADED = "python-faq/windows.html"
 PAGES = ("/", "/library", "/traces", "/settings")
 # Text that never belongs on a page a person sees (the UI's own sentences are added per language).
