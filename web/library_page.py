@@ -9,6 +9,7 @@ Every destructive action asks first. Nothing here changes data except through th
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 
 from nicegui import ui
@@ -200,13 +201,14 @@ def _documents(
                 ).mark("documents-with-warnings")
         if not docs:
             ui.label(t("lib.no_documents")).classes("text-sm").mark("no-documents")
+        shared = _shared_titles(docs)
         for d in docs:
             with ui.row().classes("w-full items-start no-wrap").mark("document-row"):
                 warning = caption(t, d.report)
                 with ui.expansion(
                     d.title,
                     icon="description" if warning is None else "warning",
-                    caption=warning,
+                    caption=_row_caption(d, warning, shared),
                 ).classes("grow") as exp:
                     if warning is not None:
                         exp.props("header-class=text-amber-900").mark("document-warning")
@@ -270,6 +272,26 @@ def _documents(
                     ),
                 ).props("flat dense color=negative").mark("remove-button")
     return docs
+
+
+def _title_key(title: str) -> str:
+    return " ".join(title.split()).casefold()
+
+
+def _shared_titles(docs: Sequence[DocumentView]) -> set[str]:
+    """The titles (without regard to case and spacing) that more than one document has."""
+    counts = Counter(_title_key(d.title) for d in docs)
+    return {title for title, n in counts.items() if n > 1}
+
+
+def _row_caption(doc: DocumentView, warning: str | None, shared: set[str]) -> str | None:
+    """The line under a document's title: its first warning, led by its file's name when
+    another document has the same title (two books called "Notes" can be told apart without
+    opening them)."""
+    if _title_key(doc.title) not in shared:
+        return warning
+    name = doc.source_label or doc.source
+    return name if warning is None else f"{name} · {warning}"
 
 
 def _edit_dialog(app: App, t: Texts, doc: DocumentView, refresh: Callable[[], None]) -> None:

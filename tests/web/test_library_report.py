@@ -1,5 +1,6 @@
 """The Library shows a document's import warning beside it, in the UI language, and its whole
-import report inside its entry; the Chinese page has no English words in it."""
+import report inside its entry; the Chinese page has no English words in it. Documents with the
+same title are told apart by their file's name beside the title."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from nicegui import ui
 from nicegui.testing import User
 
 from actors import ImportWarning
@@ -68,6 +70,39 @@ async def test_the_warning_is_beside_the_document_in_the_ui_language(
         ours = [*facts, warned.props["caption"], *texts_of(ui_user, "documents-with-warnings")]
         words = english_words([("report", text) for text in ours], frozenset())
         assert words == [], "\n".join(words)
+
+
+@pytest.fixture(scope="module")
+def same_titles_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("same-titles")
+    folder = root / "docs"
+    (folder / "week1").mkdir(parents=True)
+    (folder / "week2").mkdir()
+    (folder / "week1" / "notes.md").write_text("# Reading notes\n\nOn rivers.\n", encoding="utf-8")
+    (folder / "week2" / "notes.md").write_text("# Reading  NOTES\n\nOn lakes.\n", encoding="utf-8")
+    # Latin-1, so it lands with a warning: the file's name comes first, then the warning
+    (folder / "old.md").write_bytes("# Reading notes\n\nCaf\xe9 au lait.\n".encode("latin-1"))
+    (folder / "plan.md").write_text("# Plan\n\nNothing shares this title.\n", encoding="utf-8")
+    assert run_import(make_app(root / "home"), [folder]).status == "ready"
+    return root / "home"
+
+
+async def test_documents_with_the_same_title_show_their_file_names(
+    ui_user: User, same_titles_home: Path, no_keys: None
+) -> None:
+    register(service_for(same_titles_home))
+    await ui_user.open("/library")
+    await ui_user.should_see(marker="document-row")
+    rows = [
+        (e.text, e.props.get("caption"))
+        for row in found(ui_user, "document-row")
+        for e in row.descendants()
+        if isinstance(e, ui.expansion)
+    ]
+    shown = sorted(caption or "" for title, caption in rows if title.casefold().startswith("read"))
+    latin = warning_sentence(Texts("en"), ImportWarning(code="legacy_encoding", message=""))
+    assert shown == [f"old.md · {latin}", "week1/notes.md", "week2/notes.md"]
+    assert [caption for title, caption in rows if title == "Plan"] == [None]
 
 
 def test_every_warning_a_parser_gives_has_a_sentence_in_both_languages() -> None:
