@@ -56,6 +56,13 @@ MIN_SCANNED_CHARS = 20
 # A page whose recognised characters average a lower score is listed in the import report.
 LOW_CONFIDENCE = 0.8
 ENGINE_PACKAGE = "rapidocr-onnxruntime"
+# The version of what recognising a page gives (its paragraphs and their lines, as
+# `recognise_page` groups the engine's lines): part of every OCR cache key, so bump it when that
+# grouping changes. It is not the PDF parser's version: reading a text layer differently must not
+# send every scanned page of every library through OCR again. Its value is the PDF parser version
+# under which this grouping was last changed (the cache keys once held that version), so caches
+# written before the two were told apart stay valid.
+OCR_LAYOUT_VERSION = "pdf-4"
 
 _mupdf: Any = pymupdf  # pymupdf ships without type hints
 
@@ -590,13 +597,9 @@ def recognise_unreadable(
 
 def _cache_settings() -> str:
     """What else a cached page was recognised under: resolutions, engine and models, the
-    renderer (MuPDF draws fonts a PDF does not embed from its own) and the PDF parser's
-    version (bumped when the layout of recognised lines changes)."""
-    from engine.parsing import PARSER_VERSIONS  # the package imports this module
-
+    renderer (MuPDF draws fonts a PDF does not embed from its own) and OCR_LAYOUT_VERSION."""
     renderer = f"pymupdf {_mupdf.VersionBind} mupdf {_mupdf.VersionFitz}"
-    pdf = PARSER_VERSIONS.get("pdf", "")
-    return f"{OCR_DPI}/{READ_DPI}\x1f{engine_version()}\x1f{renderer}\x1f{pdf}"
+    return f"{OCR_DPI}/{READ_DPI}\x1f{engine_version()}\x1f{renderer}\x1f{OCR_LAYOUT_VERSION}"
 
 
 def _source_key(doc: Any, page: Any, settings: str, memo: SourceMemo) -> str | None:

@@ -1,5 +1,6 @@
 """The OCR cache and the page signals: a page recognised once is taken from the cache the next
-time (the same image, the same engine), a different page is not, a damaged cache file is set
+time (the same image, the same engine), a different page is not, a new PDF parser keeps the
+recognised pages (a new grouping of recognised lines does not), a damaged cache file is set
 aside, and a worker holds between pages while the pause file exists."""
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pymupdf
+import pytest
 
-from engine.parsing import ParseLimits
+from engine.parsing import PARSER_VERSIONS, ParseLimits, ocr
 from engine.parsing.ocr import recognise_unreadable
 from engine.parsing.ocr_cache import OcrCache
 from engine.parsing.ocr_signals import PageCounts, PageSignals, pause_file
@@ -53,6 +55,27 @@ def test_a_page_recognised_once_comes_from_the_cache_with_the_same_text(tmp_path
     other = _mupdf.open()  # another page's image is recognised, not taken from the cache
     add_scan(other, EN_PDF, (31, 150, 60, 36), dpi=100)
     _, counts = _recognise(save(other, tmp_path / "two.pdf"), limits)
+    assert counts.cached == 0 and OcrCache(tmp_path / "ocr.sqlite").count() == 2
+
+
+def test_a_new_pdf_parser_keeps_the_recognised_pages_and_a_new_ocr_layout_does_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = _mupdf.open()
+    add_scan(out, EN_PDF, (30, 150, 60, 36), dpi=100)
+    scan = save(out, tmp_path / "one.pdf")
+    limits = ParseLimits(
+        ocr_cache=str(tmp_path / "ocr.sqlite"), ocr_progress=str(tmp_path / "pages")
+    )
+    first, counts = _recognise(scan, limits)
+    assert counts.cached == 0
+    # A PDF parser that reads text layers differently reads every PDF again, but its scanned
+    # pages come from the cache: the grouping of recognised lines is not its to change.
+    monkeypatch.setitem(PARSER_VERSIONS, "pdf", PARSER_VERSIONS["pdf"] + "-next")
+    again, counts = _recognise(scan, limits)
+    assert counts.cached == 1 and again == first
+    monkeypatch.setattr(ocr, "OCR_LAYOUT_VERSION", ocr.OCR_LAYOUT_VERSION + "-next")
+    _, counts = _recognise(scan, limits)
     assert counts.cached == 0 and OcrCache(tmp_path / "ocr.sqlite").count() == 2
 
 
