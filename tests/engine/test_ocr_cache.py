@@ -38,13 +38,19 @@ def _recognise(path: Path, limits: ParseLimits) -> tuple[dict[int, str], PageCou
     return texts, counts
 
 
-def test_a_page_recognised_once_comes_from_the_cache_with_the_same_text(tmp_path: Path) -> None:
+def _one_scan(tmp_path: Path) -> tuple[Path, ParseLimits]:
+    """A PDF of one scanned page, and limits that recognise it with a cache in tmp_path."""
     out = _mupdf.open()
     add_scan(out, EN_PDF, (30, 150, 60, 36), dpi=100)
     scan = save(out, tmp_path / "one.pdf")
     limits = ParseLimits(
         ocr_cache=str(tmp_path / "ocr.sqlite"), ocr_progress=str(tmp_path / "pages")
     )
+    return scan, limits
+
+
+def test_a_page_recognised_once_comes_from_the_cache_with_the_same_text(tmp_path: Path) -> None:
+    scan, limits = _one_scan(tmp_path)
     first, counts = _recognise(scan, limits)
     assert (counts.wanted, counts.done, counts.cached) == (1, 1, 0)
     again, counts = _recognise(scan, limits)
@@ -61,12 +67,7 @@ def test_a_page_recognised_once_comes_from_the_cache_with_the_same_text(tmp_path
 def test_a_new_pdf_parser_keeps_the_recognised_pages_and_a_new_ocr_layout_does_not(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    out = _mupdf.open()
-    add_scan(out, EN_PDF, (30, 150, 60, 36), dpi=100)
-    scan = save(out, tmp_path / "one.pdf")
-    limits = ParseLimits(
-        ocr_cache=str(tmp_path / "ocr.sqlite"), ocr_progress=str(tmp_path / "pages")
-    )
+    scan, limits = _one_scan(tmp_path)
     first, counts = _recognise(scan, limits)
     assert counts.cached == 0
     # A PDF parser that reads text layers differently reads every PDF again, but its scanned
