@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import operator
 import re
+import statistics
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -58,6 +59,20 @@ _LABEL = re.compile(
 )
 _BULLET = re.compile(r"^\s*(?:[•◦▪‣●○■□\-–*]|\d{1,3}[.)]|\(\w{1,3}\))\s")
 _SENTENCE_END = frozenset(".!?。！？:：;；")
+# A gap between two lines of more than this many line heights ends a paragraph...
+PARAGRAPH_GAP = 0.75
+# ...unless the page's prose is set open (double-spaced drafts, theses, manuscripts), where every
+# wrapped line sits about a line below the one before: there a wrapped line continues across a
+# gap up to the page's usual one plus this much. Measured over a page's wrapped lines (lines the
+# next line's first word would not have fitted on), at least OPEN_LEADING_LINES of them.
+LEADING_SLACK = 0.5
+OPEN_LEADING_LINES = 4
+# How a wrapped line of Latin prose ends (a letter, or a comma, hyphen or dash mid-sentence,
+# maybe before closing quotes or brackets) and how the next one goes on (a lower-case letter).
+# A table row or a contents line ends in a number and a new row often starts with a capital:
+# neither is taken for a continuation.
+_CONTINUES = frozenset(",;-‐–—")
+_CLOSERS = "\"'’”)]"
 _HEADING_END = frozenset(".,;:。，；：、")
 _JUNK_TITLES = re.compile(r"^(untitled|document\d*|title|)$", re.IGNORECASE)
 _TITLE_PREFIX = re.compile(r"^microsoft (word|powerpoint) - ", re.IGNORECASE)
@@ -441,12 +456,54 @@ def _merge_labels(splits: list[_Split]) -> list[_Split]:
 # --- paragraphs ------------------------------------------------------------------------------
 
 
-def _breaks(prev: _Row, cur: _Row, first: _Row, right: float) -> bool:
+def _open_leading(rows: list[_Row], right: float) -> float | None:
+    """The usual gap between a page's wrapped lines, in line heights, when it is more than
+    PARAGRAPH_GAP (the page is set open); None for a page set solid or too short to tell."""
+    gaps = []
+    for prev, cur in pairwise(rows):
+        if (
+            prev.mono
+            or cur.mono
+            or abs(cur.size - prev.size) > 1.0
+            or not _wrapped(prev, cur, right)
+        ):
+            continue
+        gap = (cur.y0 - prev.y1) / min(prev.height, cur.height)
+        if -0.5 <= gap <= 3.0:
+            gaps.append(gap)
+    if len(gaps) < OPEN_LEADING_LINES:
+        return None
+    usual = statistics.median(gaps)
+    return usual if usual > PARAGRAPH_GAP else None
+
+
+def _wrapped(prev: _Row, cur: _Row, right: float) -> bool:
+    """`prev` ends where it does because the first word of `cur` would not have fitted after it
+    (a word's width taken as 0.6 em a character, about the widest a Latin face averages)."""
+    word = (cur.text.split(maxsplit=1) or [""])[0]
+    return right - prev.x1 < (len(word) + 1) * 0.6 * cur.size
+
+
+def _wrapped_prose(prev: _Row, cur: _Row, right: float) -> bool:
+    """`prev` wrapped mid-sentence and `cur` goes on in lower case."""
+    last = prev.text.rstrip(_CLOSERS)[-1:]  # "as in “talos”" ends mid-sentence too
+    ends_mid = (last.isalpha() and not is_cjk(last)) or last in _CONTINUES
+    return ends_mid and cur.text[:1].islower() and _wrapped(prev, cur, right)
+
+
+def _breaks(prev: _Row, cur: _Row, first: _Row, right: float, leading: float | None) -> bool:
     if cur.mono != prev.mono:
         return True
     h = min(max(1.0, prev.y1 - prev.y0), max(1.0, cur.y1 - cur.y0))  # the lower height
     gap = cur.y0 - prev.y1
-    if gap > 0.75 * h or gap < -0.5 * h:
+    if gap < -0.5 * h:
+        return True
+    if gap > PARAGRAPH_GAP * h and not (
+        leading is not None
+        and not cur.mono
+        and gap <= (leading + LEADING_SLACK) * h
+        and _wrapped_prose(prev, cur, right)
+    ):
         return True
     if cur.mono:
         return False
@@ -467,7 +524,10 @@ def _boxes(rows: list[_Row]) -> tuple[LineBox, ...]:
     )
 
 
-def _emit_rows(rows: list[_Row], page: int, right: float, builder: SectionBuilder) -> None:
+def _emit_rows(
+    rows: list[_Row], page: int, right: float, builder: SectionBuilder, leading: float | None
+) -> None:
+    """Rows of one page to paragraphs; `leading`: the page's open leading (`_open_leading`)."""
     group: list[_Row] = []
 
     def flush() -> None:
@@ -483,7 +543,7 @@ def _emit_rows(rows: list[_Row], page: int, right: float, builder: SectionBuilde
             group.clear()
 
     for row in rows:
-        if group and _breaks(group[-1], row, group[0], right):
+        if group and _breaks(group[-1], row, group[0], right, leading):
             flush()
         group.append(row)
     flush()
@@ -702,16 +762,17 @@ def _assemble(
         by_page.setdefault(split.page, []).append(split)
     for p, rows in enumerate(pages):
         right = _right_edge(rows)
+        leading = _open_leading(rows, right)
         at = 0
         for split in by_page.get(p, ()):
             row = max(split.row, at)
-            _emit_rows(rows[at:row], p + 1, right, builder)
+            _emit_rows(rows[at:row], p + 1, right, builder, leading)
             heading_rows = rows[row : row + split.rows]
             text = join_lines([r.text for r in heading_rows]) if heading_rows else None
             lines = _boxes(heading_rows)
             builder.heading(split.title, split.depth, text=text, page=p + 1, lines=lines)
             at = max(at, row + len(heading_rows))
-        _emit_rows(rows[at:], p + 1, right, builder)
+        _emit_rows(rows[at:], p + 1, right, builder, leading)
         for paragraph in ocr.paragraphs(p):
             builder.paragraph(paragraph.text, p + 1, lines=paragraph.lines)
     title = meta_title or builder.first_heading or path.stem
