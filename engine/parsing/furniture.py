@@ -1,5 +1,6 @@
 """Running headers, footers and page numbers of a PDF: the rows repeated at the top or bottom of
-many pages, or printed alone at a page's edge as its number.
+many pages, or printed alone at a page's edge as its number; and the line numbers printed down
+a transcript's or a manuscript's margin.
 
 Works on rows alone (anything with y0, y1 and text). Removing them never removes a document's
 only text: when nothing else is printed, the text stays.
@@ -37,6 +38,11 @@ PAGE_NUMBER = re.compile(
     r"|^第\s*\d{1,4}\s*页(?:\s*[,，/]?\s*共\s*\d{1,4}\s*页)?$"
 )
 _DIGITS = re.compile(r"\d+")
+_LINE_NUMBER = re.compile(r"^[0-9]{1,4}$")
+# Line numbers down a margin: at least this many rows, each a bare number one more than the
+# one above it, most of them level with a line of text (a list whose numbers stand on lines of
+# their own keeps them).
+MIN_LINE_NUMBERS = 5
 
 
 def fold_key(text: str) -> str:
@@ -81,8 +87,45 @@ def _band_rows(pages: Sequence[Sequence[RowLike]], top: bool, row_h: float) -> l
     return found
 
 
+def _line_numbers(rows: Sequence[RowLike]) -> set[int]:
+    """The rows of one page that number its lines down the margin (1, 2, 3 … beside the text)."""
+    numbered = sorted(
+        (k for k, r in enumerate(rows) if _LINE_NUMBER.match(r.text.strip())),
+        key=lambda k: rows[k].y0,
+    )
+    runs: list[list[int]] = []
+    for k in numbered:
+        run = runs[-1] if runs else None
+        if (
+            run is not None
+            and int(rows[k].text) == int(rows[run[-1]].text) + 1
+            and rows[k].y0 >= rows[run[-1]].y1
+        ):
+            run.append(k)
+        else:
+            runs.append([k])
+    found: set[int] = set()
+    for run in runs:
+        if len(run) < MIN_LINE_NUMBERS:
+            continue
+        beside = sum(1 for k in run if _level_with_text(rows, k))
+        if 2 * beside >= len(run):
+            found.update(run)
+    return found
+
+
+def _level_with_text(rows: Sequence[RowLike], k: int) -> bool:
+    """Another row, not a bare number, shares row k's line."""
+    row = rows[k]
+    middle = (row.y0 + row.y1) / 2
+    return any(
+        j != k and other.y0 <= middle <= other.y1 and not _LINE_NUMBER.match(other.text.strip())
+        for j, other in enumerate(rows)
+    )
+
+
 def _furniture(pages: Sequence[Sequence[RowLike]]) -> list[set[int]]:
-    """Per page, the rows that are running headers, footers or page numbers."""
+    """Per page, the rows that are running headers, footers, page numbers or line numbers."""
     heights = [max(1.0, r.y1 - r.y0) for rows in pages for r in rows]  # each row's height
     row_h = statistics.median(heights) if heights else 10.0
     drop = [
@@ -104,6 +147,7 @@ def _furniture(pages: Sequence[Sequence[RowLike]]) -> list[set[int]]:
             for k in (order[0], order[-1]):
                 if PAGE_NUMBER.match(rows[k].text.strip()):
                     drop[p].add(k)
+        drop[p] |= _line_numbers(rows)
     text_pages = sum(1 for rows in pages if rows)
     threshold = max(3, 0.3 * text_pages)
     for p, keys in enumerate(edge_keys):

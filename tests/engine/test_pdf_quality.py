@@ -1,5 +1,6 @@
 """PDF import on awkward real-world shapes: garbled text layers, page furniture that is all the
-text there is, files pymupdf has to repair, and Chinese set one character per line."""
+text there is, line numbers down a margin, files pymupdf has to repair, and Chinese set one
+character per line."""
 
 from __future__ import annotations
 
@@ -181,6 +182,29 @@ def test_running_headers_and_numbers_still_go_when_there_is_body_text(tmp_path: 
     got = texts(parse_file(make_pdf(tmp_path / "h.pdf", pages)))
     assert not any("Running Header" in t for t in got) and not any(t.isdigit() for t in got)
     assert any("page 3 says" in t for t in got)
+
+
+def test_line_numbers_down_the_margin_go_and_the_lines_stay(tmp_path: Path) -> None:
+    """A transcript or a manuscript under review numbers every line in the margin, blank ones
+    too, written as a column of its own: the numbers are not text a person would cite."""
+    spoken = ["THE COURT: We will hear argument first", "this morning in case 07-1315.", "", ""]
+    lines = [*spoken, "MR. MERCER: Thank you, Your Honor.", "", "May it please the Court:"]
+    numbers = [(50, 100 + 26 * k, str(k + 1)) for k in range(len(lines))]
+    text = [(100, 100 + 26 * k, line) for k, line in enumerate(lines) if line]
+    got = texts(parse_file(make_pdf(tmp_path / "transcript.pdf", [numbers + text])))
+    assert " ".join(got) == " ".join(line for line in lines if line)
+
+
+def test_numbers_on_lines_of_their_own_are_kept(tmp_path: Path) -> None:
+    """A list whose numbers stand above their items: the numbers say which step is which.
+    (The page's first and last rows are text: a bare number there is its page number.)"""
+    page = [(72, 80, "Bread, step by step.")]
+    for k in range(1, 7):
+        page += [(72, 60 + 40 * k, str(k)), (72, 76 + 40 * k, f"Step {k} of the recipe.")]
+    page.append((72, 400, "Serve warm."))
+    got = texts(parse_file(make_pdf(tmp_path / "steps.pdf", [page])))
+    steps = " ".join(f"{k} Step {k} of the recipe." for k in range(1, 7))
+    assert " ".join(got) == f"Bread, step by step. {steps} Serve warm."
 
 
 # --- garbled documents -------------------------------------------------------------------------

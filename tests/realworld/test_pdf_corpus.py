@@ -52,6 +52,8 @@ EXPECTED: dict[str, Lands | Fails] = {
     "pdfjs-issue11768_reduced.pdf": Lands("cm"),
     "pdfjs-issue8088.pdf": Lands("Issue 8088 - Page 2"),
     "pymupdf-test_4712_a.pdf": Lands("Page 3"),
+    # line numbers down the margin (their absence is checked below)
+    "pdfplumber-scotus-transcript-p1.pdf": Lands("IN THE SUPREME COURT OF THE UNITED STATES"),
     # prose set double-spaced: the phrase runs across a line break
     "pdfjs-file_pdfjs_test.pdf": Lands("an existing feature doesn't have enough tests"),
     # an ordinary document, as a baseline
@@ -86,6 +88,15 @@ def test_each_file_parses_to_its_expected_outcome(name: str) -> None:
         assert [w.code for w in doc.warnings] == expected.warnings
         for w in doc.warnings:
             assert w.message.endswith(".") and len(w.message) > 40  # a sentence, not a code
+
+
+def test_line_numbers_down_a_margin_are_not_stored() -> None:
+    doc = parse_file(HERE / "pdfplumber-scotus-transcript-p1.pdf", NO_OCR)
+    paragraphs = [p.text for s in doc.sections for p in s.paragraphs]
+    assert "Washington, D.C." in paragraphs
+    # The 25 margin numbers are gone. The page's own number stays: printed above the
+    # reporter's name in the footer of a one-page file, nothing marks it as a page number.
+    assert [p for p in paragraphs if p.strip().isdigit()] == ["1"]
 
 
 @pytest.fixture(scope="module")
