@@ -312,14 +312,16 @@ class ImportPanel:
         self.resume_button.set_visibility(active and state == "paused")
         self.cancel_button.set_visibility(active)
         if job.progress is not None:
-            self._render_progress(job.progress, active)
+            # the time left only while it runs: a paused job's last sample may still say
+            # "running" (the gate closes between samples), and its pace means nothing now
+            self._render_progress(job.progress, active and state == "running")
         if job.finished.is_set() and self._reported is not job:
             self._reported = job
             self._report(job)
             if notify:
                 self.on_finished()
 
-    def _render_progress(self, p: ImportProgress, active: bool) -> None:
+    def _render_progress(self, p: ImportProgress, running: bool) -> None:
         t = self.t
         done = p.documents_done + p.documents_failed
         self.documents_label.set_text(
@@ -333,7 +335,7 @@ class ImportPanel:
         self.bar.set_value(p.fraction)
         self.percent.set_text(t("lib.progress.percent", percent=int(p.fraction * 100)))
         self.stats.set_text(work_line(t, p))
-        self.eta.set_text(eta_line(t, p) if active else "")
+        self.eta.set_text(eta_line(t, p) if running else "")
         self._render_documents(p)
         self._render_failures(p)
 

@@ -43,6 +43,7 @@ async def test_folder_import_shows_progress_then_documents_and_snapshot(
     assert import_state(ui_user) == "Paused"
     await anyio.sleep(0.8)  # two polls: nothing moves while paused
     assert texts_of(ui_user, "import-documents") == paused
+    assert texts_of(ui_user, "import-eta") == [""]  # no time left is worked out while paused
     assert texts_of(ui_user, "import-document") == ["events.md — waiting", "streams.md — waiting"]
     ui_user.find(marker="resume-button").click()
     await eventually(lambda: import_state(ui_user) == "Import finished", timeout_s=60)
