@@ -8,11 +8,12 @@ character pymupdf reports for body text: it joins lines but never rewrites words
 from __future__ import annotations
 
 import contextlib
+import functools
 import operator
 import re
 import statistics
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
@@ -491,20 +492,23 @@ def _wrapped_prose(prev: _Row, cur: _Row, right: float) -> bool:
     return ends_mid and cur.text[:1].islower() and _wrapped(prev, cur, right)
 
 
-def _breaks(prev: _Row, cur: _Row, first: _Row, right: float, leading: float | None) -> bool:
+def _breaks(
+    prev: _Row, cur: _Row, first: _Row, right: float, leading: Callable[[], float | None]
+) -> bool:
+    """Whether `cur` starts a new paragraph; `leading()`: the page's open leading, measured
+    only for a page where wrapped prose meets a wide gap (most pages never ask)."""
     if cur.mono != prev.mono:
         return True
     h = min(max(1.0, prev.y1 - prev.y0), max(1.0, cur.y1 - cur.y0))  # the lower height
     gap = cur.y0 - prev.y1
     if gap < -0.5 * h:
         return True
-    if gap > PARAGRAPH_GAP * h and not (
-        leading is not None
-        and not cur.mono
-        and gap <= (leading + LEADING_SLACK) * h
-        and _wrapped_prose(prev, cur, right)
-    ):
-        return True
+    if gap > PARAGRAPH_GAP * h:
+        if cur.mono or not _wrapped_prose(prev, cur, right):
+            return True
+        usual = leading()
+        if usual is None or gap > (usual + LEADING_SLACK) * h:
+            return True
     if cur.mono:
         return False
     if abs(cur.size - prev.size) > 1.0 or _BULLET.match(cur.text):
@@ -525,9 +529,13 @@ def _boxes(rows: list[_Row]) -> tuple[LineBox, ...]:
 
 
 def _emit_rows(
-    rows: list[_Row], page: int, right: float, builder: SectionBuilder, leading: float | None
+    rows: list[_Row],
+    page: int,
+    right: float,
+    builder: SectionBuilder,
+    leading: Callable[[], float | None],
 ) -> None:
-    """Rows of one page to paragraphs; `leading`: the page's open leading (`_open_leading`)."""
+    """Rows of one page to paragraphs; `leading()`: the page's open leading (`_open_leading`)."""
     group: list[_Row] = []
 
     def flush() -> None:
@@ -762,7 +770,7 @@ def _assemble(
         by_page.setdefault(split.page, []).append(split)
     for p, rows in enumerate(pages):
         right = _right_edge(rows)
-        leading = _open_leading(rows, right)
+        leading = functools.cache(functools.partial(_open_leading, rows, right))
         at = 0
         for split in by_page.get(p, ()):
             row = max(split.row, at)
