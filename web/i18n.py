@@ -357,10 +357,14 @@ TEXTS: dict[str, tuple[str, str]] = {
         "这个 PDF 只有页面图片(可能是扫描件),没有可读取的文字。请先用 PDF 编辑器做文字识别(OCR),"
         "再导入结果。",
     ),
+    # Only PDFs fail so, and only after Citewise's own text recognition (when it is on) read
+    # the pages in vain: the details say which pages, and whether recognition ran.
     "fail.unreadable_text": (
-        "The text in this file cannot be read reliably. Export it again from the program that "
-        "made it, or run it through text recognition (OCR), and import the result.",
-        "这个文件中的文字无法可靠读取。请用生成它的程序重新导出,或先做文字识别(OCR),再导入。",
+        "The text in this PDF cannot be read reliably: its fonts do not say which letters they "
+        "draw, and text recognition did not recover it. Export it again from the program that "
+        "made it and import the result.",
+        "这个 PDF 中的文字无法可靠读取:它的字体没有说明所画的是哪些字,文字识别也没能读出来。"
+        "请用生成它的程序重新导出,再导入。",
     ),
     "fail.no_text": (
         "The file contains no text to import. Check that it is the file you meant.",

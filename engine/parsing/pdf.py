@@ -656,11 +656,14 @@ def _screen(
     raw_pages: list[list[_Row]],
     controls: list[int],
     qualities: list[PageQuality] | None = None,
+    ocr_tried: frozenset[int] = frozenset(),
 ) -> tuple[list[list[_Row]], list[int]]:
     """The pages with the rows of unreadable pages (text-quality check) taken out, and the
     1-based numbers of those pages. Raises unreadable_text when the readable pages hold less
     than half of the document's characters. `qualities`: each page's check made where it was
-    extracted (see `_recognised`), else it is made here.
+    extracted (see `_recognised`), else it is made here. `ocr_tried`: the 0-based pages text
+    recognition has already read (in vain, where they are still unreadable), so the message
+    does not advise what was just done.
 
     The hook for OCR: the pages returned here are the ones to recognise instead."""
     if qualities is None or len(qualities) != len(raw_pages):
@@ -674,12 +677,20 @@ def _screen(
     total = sum(q.chars for q in qualities)
     readable = sum(q.chars for q in qualities if q.readable)
     if readable < MIN_READABLE_DOCUMENT_SHARE * total:
+        if all(p - 1 in ocr_tried for p in rejected):
+            advice = (
+                ", and text recognition (OCR) found no text there either. Export it again "
+                "from the program that made it, and import the result."
+            )
+        else:
+            advice = (
+                ". Export it again from the program that made it, or run it through text "
+                "recognition (OCR), and import the result."
+            )
         raise ParseError(
             "unreadable_text",
             "The text in this PDF cannot be read: its fonts do not say which letters they "
-            f"draw, so {_pages_list(rejected)} came out as meaningless symbols. Export it "
-            "again from the program that made it, or run it through text recognition (OCR), "
-            "and import the result.",
+            f"draw, so {_pages_list(rejected)} came out as meaningless symbols{advice}",
         )
     gone = set(rejected)
     return [[] if p + 1 in gone else rows for p, rows in enumerate(raw_pages)], rejected
@@ -719,7 +730,8 @@ def _assemble(
                 pages=tuple(broken),
             )
         )
-    raw_pages, rejected = _screen(raw_pages, controls or [], qualities)
+    tried = frozenset((*ocr.pages, *ocr.failed)) if ocr is not None else frozenset()
+    raw_pages, rejected = _screen(raw_pages, controls or [], qualities, tried)
     ocr = (ocr or OcrOutcome()).beside_text(any(raw_pages))
     scanned = ocr.text_pages  # 0-based pages whose text comes from OCR
     recognised = {p + 1 for p in scanned}

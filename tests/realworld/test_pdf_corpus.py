@@ -99,6 +99,19 @@ def test_line_numbers_down_a_margin_are_not_stored() -> None:
     assert [p for p in paragraphs if p.strip().isdigit()] == ["1"]
 
 
+def test_unreadable_text_advises_recognition_only_where_it_has_not_run() -> None:
+    # issue11549's one page is garbled; text recognition reads nothing on it either
+    name = HERE / "pdfjs-issue11549_reduced.pdf"
+    with pytest.raises(ParseError) as without:
+        parse_file(name, NO_OCR)
+    assert "run it through text recognition (OCR)" in without.value.message
+    with pytest.raises(ParseError) as recognised:
+        parse_file(name, ParseLimits(ocr=True))
+    assert recognised.value.reason == "unreadable_text"
+    message = recognised.value.message
+    assert "found no text there either" in message and "run it through" not in message
+
+
 @pytest.fixture(scope="module")
 def imported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ImportResult]:
     home = tmp_path_factory.mktemp("pdf-corpus")
