@@ -17,8 +17,10 @@ FORMAT_BY_SUFFIX: dict[str, str] = {
 }
 SUPPORTED_SUFFIXES: frozenset[str] = frozenset(FORMAT_BY_SUFFIX)
 PARSER_VERSIONS: dict[str, str] = {
-    "pdf": "pdf-5",  # -4: text-quality check, repaired files read, overlapping CJK lines joined;
-    # -5: double-spaced prose joined, margin line numbers dropped (OCR cache not keyed by this)
+    "pdf": "pdf-6",  # -4: text-quality check, repaired files read, overlapping CJK lines joined;
+    # -5: double-spaced prose joined, margin line numbers dropped (OCR cache not keyed by this);
+    # -6: a document typewritten throughout read as prose, not line by line as code; a file name
+    # of any common type ("10811.exe") is not a title
     "epub": "epub-3",  # -2: SVG text, <object> fallbacks, in-body footers; -3: spine fallbacks
     "docx": "docx-4",  # -2: notes, comments, text boxes once; -3: drop caps, form cells, bodies;
     # -4: emoji written as symbol references, headers and footers of a document with no body text

@@ -14,7 +14,7 @@ import re
 import statistics
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -77,7 +77,13 @@ _CLOSERS = "\"'’”)]"
 _HEADING_END = frozenset(".,;:。，；：、")
 _JUNK_TITLES = re.compile(r"^(untitled|document\d*|title|)$", re.IGNORECASE)
 _TITLE_PREFIX = re.compile(r"^microsoft (word|powerpoint) - ", re.IGNORECASE)
-_FILE_NAME = re.compile(r"\.(docx?|pdf|tex|dvi|odt|rtf|indd|pptx?)$", re.IGNORECASE)
+# A title that is the name of the file it was made from ("thesis.docx", "10811.exe"): the
+# program that wrote the PDF filled the field in, not the author.
+_FILE_NAME = re.compile(
+    r"\.(docx?|pdf|tex|dvi|odt|rtf|indd|pptx?|xlsx?|txt|md|html?|xml|ps|eps|wpd|qx[dp]|pub|"
+    r"p65|pm\d|fm|exe|tmp|jpe?g|png|tiff?)$",
+    re.IGNORECASE,
+)
 
 
 @dataclass(slots=True)
@@ -569,6 +575,31 @@ def _body_size(pages: list[list[_Row]]) -> float:
     return max(sizes.items(), key=_second)[0] if sizes else 10.0
 
 
+# A document set in a typewriter face throughout (a court transcript, a screenplay, an old
+# report) has no other face to set its code in: when this share of its characters is
+# monospaced and few of them are code punctuation, its monospaced lines are prose, joined into
+# paragraphs and read for headings as any other text, not kept line for line as code.
+MONO_BODY_SHARE = 0.8
+MAX_CODE_PUNCTUATION_SHARE = 0.02
+_CODE_PUNCTUATION = frozenset("{}[]();=<>\\|#")
+
+
+def _typewritten_prose(pages: list[list[_Row]]) -> list[list[_Row]]:
+    """`pages` with the mono mark taken off every row when the document is typewritten prose
+    (see MONO_BODY_SHARE); otherwise `pages` itself."""
+    chars = mono = code = 0
+    for rows in pages:
+        for r in rows:
+            n = len(r.text)
+            chars += n
+            if r.mono:
+                mono += n
+                code += sum(1 for ch in r.text if ch in _CODE_PUNCTUATION)
+    if not chars or mono < MONO_BODY_SHARE * chars or code > MAX_CODE_PUNCTUATION_SHARE * chars:
+        return pages
+    return [[replace(r, mono=False) for r in rows] for rows in pages]
+
+
 def _right_edge(rows: list[_Row]) -> float:
     edges = sorted(r.x1 for r in rows if not r.mono) or sorted(r.x1 for r in rows)
     return edges[int(len(edges) * 0.9)] if edges else 0.0
@@ -769,6 +800,7 @@ def _assemble(
     warning = damage_warning(damage)
     if warning is not None:
         warnings.insert(0, warning)
+    pages = _typewritten_prose(pages)
     body_size = _body_size(pages)
     splits = _outline_splits(outline, pages, body_size)
     found = sum(1 for split in splits if split.rows)

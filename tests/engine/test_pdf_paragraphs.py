@@ -31,14 +31,14 @@ SECOND = (
 CONTENTS = ["Contents", "Introduction 1", "Methods and materials 12", "results in brief 27"]
 
 
-def _wrap(text: str, indent: float) -> list[tuple[float, str]]:
+def _wrap(text: str, indent: float, font: str = "tiro") -> list[tuple[float, str]]:
     """`text` set greedily between the margins, as a word processor sets it: (x, line)."""
     lines: list[tuple[float, str]] = []
     x, words = LEFT + indent, text.split()
     line: list[str] = []
     for word in words:
         trial = " ".join([*line, word])
-        if line and x + _mupdf.get_text_length(trial, fontname="tiro", fontsize=SIZE) > RIGHT:
+        if line and x + _mupdf.get_text_length(trial, fontname=font, fontsize=SIZE) > RIGHT:
             lines.append((x, " ".join(line)))
             x, line = LEFT, [word]
         else:
@@ -47,17 +47,18 @@ def _wrap(text: str, indent: float) -> list[tuple[float, str]]:
     return lines
 
 
-def _page(path: Path, pitch: float, with_contents: bool = False) -> Path:
+def _page(path: Path, pitch: float, with_contents: bool = False, font: str = "tiro") -> Path:
     """Two paragraphs of prose with `pitch` points from one baseline to the next (14 is solid
-    for 11 pt type; 30 is double spacing), and maybe a contents list set the same way."""
+    for 11 pt type; 30 is double spacing), and maybe a contents list set the same way; `font`
+    "cour" sets it in Courier, as on a typewriter."""
     pdf = _mupdf.open()
     page = pdf.new_page()
     y = 90.0
-    rows = [*_wrap(FIRST, 0), *_wrap(SECOND, 24)]
+    rows = [*_wrap(FIRST, 0, font), *_wrap(SECOND, 24, font)]
     if with_contents:
         rows += [(LEFT, line) for line in CONTENTS]
     for x, line in rows:
-        page.insert_text((x, y), line, fontname="tiro", fontsize=SIZE)
+        page.insert_text((x, y), line, fontname=font, fontsize=SIZE)
         y += pitch
     pdf.save(path)
     return path
@@ -74,6 +75,32 @@ def test_prose_set_solid_or_double_spaced_gives_the_same_paragraphs(
 ) -> None:
     paragraphs = _paragraphs(_page(tmp_path / "draft.pdf", pitch))
     assert paragraphs == [FIRST, SECOND]
+
+
+@pytest.mark.parametrize("pitch", [14.0, 30.0])
+def test_a_typewritten_document_is_prose_not_code(tmp_path: Path, pitch: float) -> None:
+    """Set in Courier throughout (a court transcript, a screenplay), the monospaced lines are
+    the document's prose: joined into the same paragraphs as in a proportional face."""
+    paragraphs = _paragraphs(_page(tmp_path / "typed.pdf", pitch, font="cour"))
+    assert paragraphs == [FIRST, SECOND]
+
+
+def test_a_program_listing_in_courier_keeps_its_lines(tmp_path: Path) -> None:
+    listing = [
+        "def mean(values):",
+        "    if not values:",
+        '        raise ValueError("no values")',
+        "    total = sum(values)",
+        "    return total / len(values)",
+        "print(mean([1, 2, 3]))  # 2.0",
+    ]
+    pdf = _mupdf.open()
+    page = pdf.new_page()
+    for k, line in enumerate(listing):
+        page.insert_text((LEFT, 90.0 + 14.0 * k), line, fontname="cour", fontsize=SIZE)
+    pdf.save(tmp_path / "listing.pdf")
+    # its lines as lines (their indentation is not kept: rows are read stripped)
+    assert _paragraphs(tmp_path / "listing.pdf") == ["\n".join(x.strip() for x in listing)]
 
 
 def test_contents_lines_on_a_double_spaced_page_stay_apart(tmp_path: Path) -> None:

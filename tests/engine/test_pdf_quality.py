@@ -373,3 +373,24 @@ def test_text_printed_twice_for_bold_is_not_merged_into_one_row(tmp_path: Path) 
     lines = [(72, 100, "Bold title"), (72.4, 100, "Bold title")]
     got = texts(parse_file(make_pdf(tmp_path / "fake-bold.pdf", [lines])))
     assert all(t.count("Bold") == 1 for t in got)
+
+
+@pytest.mark.parametrize(
+    ("field", "title"),
+    [
+        ("Lecture notes on entropy", "Lecture notes on entropy"),
+        ("Microsoft Word - thesis.docx", "titled"),  # then the file's own name
+        ("10811.exe", "titled"),  # the Supreme Court transcript's (tests/realworld)
+        ("chapter 3.txt", "titled"),
+        ("Node.js", "Node.js"),  # a name with a dot is still a title
+    ],
+)
+def test_a_file_name_in_the_title_field_is_not_the_title(
+    tmp_path: Path, field: str, title: str
+) -> None:
+    path = make_pdf(tmp_path / "titled.pdf", [[(72, 100, "first line"), *body(1)[1:]]])
+    doc = pymupdf.open(path)
+    doc.set_metadata({"title": field})
+    doc.saveIncr()
+    doc.close()
+    assert parse_file(path).title == title
