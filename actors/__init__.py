@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # the same names, for type checkers
     from actors.app_state import DEFAULT_COLLECTION
     from actors.asking import AskResult
     from actors.backup import backups, create_backup, restore_backup
+    from actors.caches import CacheUsage
     from actors.catalog import GcReport
     from actors.conversations import ConversationSummary, ConversationTurn
     from actors.document_edit import EditResult
@@ -138,6 +139,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "create_backup": ("actors.backup", "create_backup"),
     "restore_backup": ("actors.backup", "restore_backup"),
     "CatalogError": ("actors.errors", "CatalogError"),
+    "CacheUsage": ("actors.caches", "CacheUsage"),
     "GcReport": ("actors.catalog", "GcReport"),
     "ConversationSummary": ("actors.conversations", "ConversationSummary"),
     "ConversationTurn": ("actors.conversations", "ConversationTurn"),
@@ -299,6 +301,7 @@ __all__ = [  # the public surface; tests/test_exports.py keeps it equal to _EXPO
     "BundleDiff",
     "BundleInfo",
     "BundleRegistry",
+    "CacheUsage",
     "CatalogError",
     "Citation",
     "Config",

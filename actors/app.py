@@ -73,6 +73,7 @@ from index.records import PageRect, SnapshotManifest
 
 if TYPE_CHECKING:  # what only an import, a question or a key test loads, when it runs
     from actors.answer_export import ExportLabels, ExportOptions
+    from actors.caches import CacheUsage
     from actors.conversations import ConversationSummary, ConversationTurn
     from actors.document_edit import EditResult
     from actors.ingest import ImportProgress, ImportResult, PauseGate
@@ -711,6 +712,38 @@ class App(TraceMethods):
         s = self.config.snapshots
         with writer_lock(self.data):
             return await anyio.to_thread.run_sync(catalog.gc, s.keep_last, s.keep_days)
+
+    # -- caches ------------------------------------------------------------------------------
+    def cache_usage(self) -> CacheUsage:
+        """The bytes each cache takes (actors/caches.py): what clearing would free."""
+        from actors.caches import cache_usage
+
+        return cache_usage(self.data)
+
+    async def clear_caches(self) -> CacheUsage:
+        """Empty the embedding, text-recognition and read-document caches; returns what they
+        took. Raises AppError while an import runs or an interrupted one waits to be resumed
+        (it resumes from these caches), WriterBusy while another Citewise process imports."""
+        from actors.caches import CachesInUse, clear_caches
+
+        if self.importing():
+            raise AppError(
+                "an import is running; wait for it to finish, then clear the caches",
+                code="import_running",
+            )
+        with writer_lock(self.data):
+            try:
+                return await anyio.to_thread.run_sync(
+                    clear_caches, self.data, self.embedding_cache()
+                )
+            except CachesInUse as exc:
+                names = ", ".join(exc.collections)
+                raise AppError(
+                    f"an interrupted import of {names} resumes from these caches; finish it "
+                    "first (`citewise import` resumes it), then clear them",
+                    code="import_interrupted",
+                    collections=names,
+                ) from None
 
     # -- the source viewer -------------------------------------------------------------------
     def _source_reader(self) -> SourceReader:

@@ -386,6 +386,29 @@ async def cmd_snapshots(app: App, args: argparse.Namespace) -> int:
     raise AppError(f"unknown snapshots action {action!r}")
 
 
+def _megabytes(n: int) -> str:
+    return f"{n / 1_048_576:,.1f} MB"
+
+
+async def cmd_cache(app: App, args: argparse.Namespace) -> int:
+    """What the caches take; with --clear, empty them (only time is lost: the next import of
+    a document reads and embeds it again)."""
+    usage = await app.clear_caches() if args.clear else app.cache_usage()
+    if args.json:
+        emit_json({**msgspec.structs.asdict(usage), "total": usage.total, "cleared": args.clear})
+        return EXIT_OK
+    rows = (
+        ("embeddings", usage.embeddings),
+        ("recognised pages", usage.recognised_pages),
+        ("read documents", usage.documents),
+    )
+    for name, size in rows:
+        out.print(f"{name:>17}  {_megabytes(size):>10}")
+    verb = "cleared" if args.clear else "in all"
+    out.print(f"{verb:>17}  {_megabytes(usage.total):>10}")
+    return EXIT_OK
+
+
 def _one_id(args: argparse.Namespace) -> str:
     if not args.id:
         raise AppError(f"`citewise snapshots {args.action}` needs a snapshot id")
@@ -514,6 +537,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", nargs="?", choices=["list", "activate", "verify", "gc"])
     p.add_argument("id", nargs="?")
     p.set_defaults(func=cmd_snapshots)
+
+    p = sub.add_parser(
+        "cache", parents=[common], help="what the import caches take; --clear empties them"
+    )
+    p.add_argument(
+        "--clear",
+        action="store_true",
+        help="empty the embedding, text-recognition and read-document caches",
+    )
+    p.set_defaults(func=cmd_cache)
 
     p = sub.add_parser("remove", parents=[common], help="take documents out (by source or doc_id)")
     p.add_argument("items", nargs="+")

@@ -1070,6 +1070,22 @@ TEXTS: dict[str, tuple[str, str]] = {
         "Backed up as {id} (your keys are never in backups).",
         "已备份为 {id}(备份中从不包含密钥)。",
     ),
+    "mnt.caches": ("Saved to speed up imports", "为加快导入而保存的数据"),
+    "mnt.megabytes": ("{n} MB", "{n} MB"),
+    "mnt.kilobytes": ("{n} KB", "{n} KB"),
+    "mnt.cache_sizes": (
+        "{total} in all: block embeddings {embeddings}, recognised pages {pages}, read documents "
+        "{documents}. Your library does not need them; without them, a document imported again "
+        "is read and embedded afresh, which takes longer.",
+        "共 {total}:文本块向量 {embeddings},识别过的页面 {pages},已读取的文档 {documents}。"
+        "资料库不依赖这些数据;清除后,再次导入的文档会重新读取并计算向量,耗时更长。",
+    ),
+    "mnt.cache_clear": ("Clear", "清除"),
+    "mnt.cache_confirm": (
+        "Clear {total} of saved import work? Your documents, answers and history stay as they are.",
+        "清除 {total} 的导入缓存?你的文档、回答和历史记录都不受影响。",
+    ),
+    "mnt.cache_cleared": ("Cleared {total}.", "已清除 {total}。"),
 }
 
 # The errors' and key tests' sentences live in web/i18n_errors.py, the traces page's in

@@ -1,6 +1,7 @@
 """The settings page's maintenance section: which version runs and whether a newer one is
-installed or published (asked only when the button is pressed), and the backups with a restore
-that asks first. The prompt-bundle rollback lives in web/settings_bundles.py.
+installed or published (asked only when the button is pressed), the backups with a restore
+that asks first, and the room the import caches take with a clearing that asks first. The
+prompt-bundle rollback lives in web/settings_bundles.py.
 
 Nothing here updates or installs anything.
 """
@@ -11,6 +12,8 @@ from nicegui import run, ui
 
 from actors import (
     App,
+    AppError,
+    CacheUsage,
     UpgradeError,
     VersionReport,
     WriterBusy,
@@ -60,6 +63,7 @@ def build(app: App, t: Texts) -> None:
 
         ui.button(t("mnt.check"), icon="update", on_click=check_now).mark("version-check")
         _backups(app, t)
+        _caches(app, t)
 
 
 def _backups(app: App, t: Texts) -> None:
@@ -121,3 +125,57 @@ def _confirm(app: App, t: Texts, backup_id: str) -> None:
             ui.button(t("mnt.restore"), on_click=go).mark("restore-confirm")
             ui.button(t("mnt.cancel"), on_click=dialog.close)
     dialog.open()
+
+
+def megabytes(t: Texts, n: int) -> str:
+    """A size as a person reads it: kilobytes under one megabyte (not "0.0 MB")."""
+    if n < 1_048_576:
+        return t("mnt.kilobytes", n=f"{n / 1024:,.0f}")
+    return t("mnt.megabytes", n=f"{n / 1_048_576:,.1f}")
+
+
+def _caches(app: App, t: Texts) -> None:
+    """What the import caches take (actors/caches.py), and clearing them after asking."""
+
+    @ui.refreshable
+    def sizes() -> None:
+        u: CacheUsage = app.cache_usage()
+        ui.label(
+            t(
+                "mnt.cache_sizes",
+                total=megabytes(t, u.total),
+                embeddings=megabytes(t, u.embeddings),
+                pages=megabytes(t, u.recognised_pages),
+                documents=megabytes(t, u.documents),
+            )
+        ).classes("text-sm").mark("cache-sizes")
+
+    async def clear() -> None:
+        try:
+            freed = await app.clear_caches()
+        except (AppError, WriterBusy, OSError) as exc:
+            show_error(t, exc)
+            return
+        ui.notify(t("mnt.cache_cleared", total=megabytes(t, freed.total)), type="positive")
+        sizes.refresh()
+
+    def confirm() -> None:
+        total = megabytes(t, app.cache_usage().total)
+        with ui.dialog() as dialog, ui.card():
+            ui.label(t("mnt.cache_confirm", total=total))
+
+            async def go() -> None:
+                dialog.close()
+                await clear()
+
+            with ui.row():
+                ui.button(t("mnt.cache_clear"), on_click=go).mark("cache-clear-confirm")
+                ui.button(t("mnt.cancel"), on_click=dialog.close)
+        dialog.open()
+
+    with ui.row().classes("items-center gap-2 mt-2"):
+        ui.label(t("mnt.caches")).classes("font-semibold")
+        ui.button(t("mnt.cache_clear"), icon="cleaning_services", on_click=confirm).props(
+            "flat dense"
+        ).mark("cache-clear")
+    sizes()

@@ -132,6 +132,15 @@ class EmbeddingCache:
         with self._lock:
             self._conn.close()
 
+    def clear(self) -> None:
+        """Every vector deleted and the file shrunk to its schema (Settings, `citewise cache
+        --clear`): the vectors are found again by embedding their texts afresh."""
+        with self._lock:
+            with self._conn:
+                self._conn.execute("DELETE FROM vectors")
+            self._conn.execute("VACUUM")
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     def __enter__(self) -> EmbeddingCache:
         return self
 

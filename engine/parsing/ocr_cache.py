@@ -215,6 +215,14 @@ class OcrCache:
         with self._lock:
             self._conn.close()
 
+    def clear(self) -> None:
+        """Every recognised page deleted and the file shrunk to its schema."""
+        with self._lock:
+            with self._conn:
+                self._conn.execute("DELETE FROM pages")
+            self._conn.execute("VACUUM")
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     def __enter__(self) -> OcrCache:
         return self
 
