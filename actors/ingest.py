@@ -391,46 +391,24 @@ class Ingest:
         """The document read, from the parent, the document cache or the file; a document
         read as page ranges is prepared for the build apart, in a task of `preparing`."""
         self.report.document(target.source, "parsing")
-        try:
-            content_hash = await anyio.to_thread.run_sync(file_sha256, target.path)
-        except OSError as exc:
-            self._fail(batch, target, "read", *read_failure(exc))
-            return None
         limits = self._limits_for(target.source)
         every_page = limits is not self.limits  # a person asked for every scanned page
         fmt = format_of(target.path)
         parser_version = PARSER_VERSIONS.get(fmt, "")
         chunker = chunker_version(self.config.ingest.block_target_tokens)
-        if parent is not None and parent_docs is not None:
-            doc = parent_docs.carried(target.source, content_hash)
-            # Carried over only as this build would read it: a newer parser for its format or
-            # another block size reads the same bytes again (the documents are keyed so).
-            if (
-                doc is not None
-                and (parent.documents[doc].parser_version, parent.documents[doc].chunker_version)
-                == (parser_version, chunker)
-                and not (every_page and _pages_left(parent.documents[doc].report))
-            ):
-                record = await anyio.to_thread.run_sync(record_from_snapshot, parent, doc)
-                self.report.parsed(target.source, record, reused=True)
-                return _Parsed(target, record, reused=True)
-        key = document_key(
-            content_hash,
-            parser_version,
-            chunker,
-            self.config.ingest.block_target_tokens,
-            self.counter.version,
-        )
-        cached: DocumentRecord | None = await anyio.to_thread.run_sync(
-            self.documents.get, key, content_hash
-        )
-        if cached is not None and not (every_page and _pages_left(cached.report)):
-            if cached.source != target.source:  # the same bytes imported under another name
-                cached = msgspec.structs.replace(
-                    cached, source=target.source, source_label=target.source
-                )
-            self.report.parsed(target.source, cached)
-            return _Parsed(target, cached)
+        try:
+            # one trip to a thread for the hash and what it finds: for a folder of small
+            # files, each trip cost as much of this process's time as the file's parse
+            content_hash, key, known = await anyio.to_thread.run_sync(
+                self._known, target, parent, parent_docs, parser_version, chunker, every_page
+            )
+        except OSError as exc:
+            self._fail(batch, target, "read", *read_failure(exc))
+            return None
+        if known is not None:
+            carried, record = known
+            self.report.parsed(target.source, record, reused=carried)
+            return _Parsed(target, record, reused=carried)
         chunking = Chunking(
             content_hash=content_hash,
             source=target.source,
@@ -438,6 +416,8 @@ class Ingest:
             target_tokens=self.config.ingest.block_target_tokens,
             layout=self.layout,
             prepare_apart=True,
+            cache=str(self.documents.directory),
+            cache_key=key,
         )
         try:
             with anyio.fail_after(PARSE_TIMEOUT_S):
@@ -495,10 +475,49 @@ class Ingest:
             # out, before the look-up's long synchronous stretches hold this event loop
             counts = None if parts is None else parts[1]
             preparing.start_soon(self._prepare_apart, target.source, record, counts, batch)
-        await anyio.to_thread.run_sync(self.documents.put, key, record)
         if finished.prepared is None:
             return _Parsed(target, record, parts=parts, prepared_apart=True)
         return _Parsed(target, record, prepared=finished.prepared, parts=parts)
+
+    def _known(
+        self,
+        target: Target,
+        parent: Snapshot | None,
+        parent_docs: ParentDocuments | None,
+        parser_version: str,
+        chunker: str,
+        every_page: bool,
+    ) -> tuple[str, str, tuple[bool, DocumentRecord] | None]:
+        """(content hash, document-cache key, (carried over, record) of a document already
+        read: the parent's copy, else the document cache's; None to parse it). Runs in a
+        thread; raises OSError for a file that cannot be read."""
+        content_hash = file_sha256(target.path)
+        if parent is not None and parent_docs is not None:
+            doc = parent_docs.carried(target.source, content_hash)
+            # Carried over only as this build would read it: a newer parser for its format or
+            # another block size reads the same bytes again (the documents are keyed so).
+            if (
+                doc is not None
+                and (parent.documents[doc].parser_version, parent.documents[doc].chunker_version)
+                == (parser_version, chunker)
+                and not (every_page and _pages_left(parent.documents[doc].report))
+            ):
+                return content_hash, "", (True, record_from_snapshot(parent, doc))
+        key = document_key(
+            content_hash,
+            parser_version,
+            chunker,
+            self.config.ingest.block_target_tokens,
+            self.counter.version,
+        )
+        cached = self.documents.get(key, content_hash)
+        if cached is None or (every_page and _pages_left(cached.report)):
+            return content_hash, key, None
+        if cached.source != target.source:  # the same bytes imported under another name
+            cached = msgspec.structs.replace(
+                cached, source=target.source, source_label=target.source
+            )
+        return content_hash, key, (False, cached)
 
     async def _prepare_apart(
         self, source: str, record: DocumentRecord, counts: np.ndarray | None, batch: _Batch

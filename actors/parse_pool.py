@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engine.chunker import chunk_document
+from engine.document_cache import DocumentCache
 from engine.embedding.windows import part_texts
 from engine.errors import ChunkError
 from engine.gc_pause import gc_paused
@@ -180,6 +181,11 @@ class Chunking:
     # caller then asks of the pool (`ParsePool.prepare`): the app looks its vectors up while
     # a worker prepares it, instead of after.
     prepare_apart: bool = False
+    # The document cache (engine/document_cache.py) the worker stores the chunked document
+    # in, under `cache_key`: written there, it costs the app's process no trip to a thread
+    # and no encoding. "" stores nothing.
+    cache: str = ""
+    cache_key: str = ""
 
 
 @dataclass(frozen=True)
@@ -235,6 +241,8 @@ def _finish(
             counter=TokenCounter(),
             parse_seconds=parse_seconds,
         )
+        if chunking.cache:
+            DocumentCache(Path(chunking.cache)).put(chunking.cache_key, record)
         layout = chunking.layout
         parts = None
         if layout is not None and layout.granularity != "block":
