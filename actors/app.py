@@ -724,7 +724,7 @@ class App(TraceMethods):
         """Empty the embedding, text-recognition and read-document caches; returns what they
         took. Raises AppError while an import runs or an interrupted one waits to be resumed
         (it resumes from these caches), WriterBusy while another Citewise process imports."""
-        from actors.caches import CachesInUse, clear_caches
+        from actors.caches import clear_caches
 
         if self.importing():
             raise AppError(
@@ -732,18 +732,7 @@ class App(TraceMethods):
                 code="import_running",
             )
         with writer_lock(self.data):
-            try:
-                return await anyio.to_thread.run_sync(
-                    clear_caches, self.data, self.embedding_cache()
-                )
-            except CachesInUse as exc:
-                names = ", ".join(exc.collections)
-                raise AppError(
-                    f"an interrupted import of {names} resumes from these caches; finish it "
-                    "first (`citewise import` resumes it), then clear them",
-                    code="import_interrupted",
-                    collections=names,
-                ) from None
+            return await anyio.to_thread.run_sync(clear_caches, self.data, self.embedding_cache())
 
     # -- the source viewer -------------------------------------------------------------------
     def _source_reader(self) -> SourceReader:

@@ -22,6 +22,7 @@ from pathlib import Path
 import msgspec
 
 from actors.collections import collection_names
+from actors.errors import AppError
 from actors.journal import Journal
 from engine.embedding import EmbeddingCache
 from engine.parsing.ocr_cache import OcrCache
@@ -39,14 +40,6 @@ class CacheUsage(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def total(self) -> int:
         return self.embeddings + self.recognised_pages + self.documents
-
-
-class CachesInUse(Exception):
-    """An interrupted import of these collections waits to be resumed from the caches."""
-
-    def __init__(self, collections: list[str]) -> None:
-        super().__init__(", ".join(collections))
-        self.collections = collections
 
 
 def _database_bytes(path: Path) -> int:
@@ -83,12 +76,18 @@ def interrupted_imports(data: DataDir) -> list[str]:
 
 def clear_caches(data: DataDir, embeddings: EmbeddingCache) -> CacheUsage:
     """Empty the three caches (`embeddings`: the app's open connection to its file) and return
-    the bytes they took before. Raises CachesInUse while an interrupted import waits; the
-    caller holds the writer lock. A cache file another program holds (on Windows, a scanner)
-    is left for the next clearing."""
+    the bytes they took before. Raises AppError (import_interrupted) while an interrupted
+    import waits; the caller holds the writer lock. A cache file another program holds (on
+    Windows, a scanner) is left for the next clearing."""
     waiting = interrupted_imports(data)
     if waiting:
-        raise CachesInUse(waiting)
+        names = ", ".join(waiting)
+        raise AppError(
+            f"an interrupted import of {names} resumes from these caches; finish it first "
+            "(`citewise import` resumes it), then clear them",
+            code="import_interrupted",
+            collections=names,
+        )
     before = cache_usage(data)
     embeddings.clear()
     if data.ocr_cache.exists():
