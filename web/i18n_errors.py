@@ -290,9 +290,9 @@ ERROR_TEXTS: dict[str, tuple[str, str]] = {
     ),
     "error.app.import_interrupted": (
         "An interrupted import of “{collections}” will go on from this saved work, so it was "
-        "not cleared. Import again in the Library to finish it, then clear.",
+        "not cleared. Resume it in the Library (Resume import), then clear.",
         "资料集“{collections}”有一次中断的导入要靠这些数据继续,所以没有清除。请先在资料库中"
-        "再次导入以完成它,然后再清除。",
+        "点“继续导入”完成它,然后再清除。",
     ),
     "error.app.original_missing": (
         "The original file of {sources} has moved or is no longer known. Import it again by "
