@@ -68,6 +68,21 @@ def texts_of(request_body: object) -> list[str]:
     return list(request_body["input"])
 
 
+def _state_after_kill(home: Path, within_s: float = 5.0) -> object:
+    """The import state `citewise status` reports once the killed importer's lock is gone.
+    Right after a kill it said "running" once (a clean-clone CI run, 1 of its 10 kills): most
+    likely the kill landed while the importer forked a parse worker, whose child holds a copy
+    of the writer lock's descriptor until it execs, milliseconds later. A running worker holds
+    no such descriptor (checked in /proc), so a lasting "running" still fails here."""
+    deadline = time.monotonic() + within_s
+    while True:
+        status = make_app(home).status()
+        state = None if status.import_ is None else status.import_.get("state")
+        if state != "running" or time.monotonic() > deadline:
+            return state
+        time.sleep(0.05)
+
+
 def test_killed_imports_leave_a_verifiable_snapshot_and_resume_without_rework(
     tmp_path: Path, embedding_server: EmbeddingServer
 ) -> None:
@@ -92,8 +107,7 @@ def test_killed_imports_leave_a_verifiable_snapshot_and_resume_without_rework(
         proc.stderr.close()  # type: ignore[union-attr]
         finished = {e.source for e in journal.done() if e.status == "ok"}
         if journal.load() is not None:  # `citewise status` tells the user how to resume
-            status = make_app(home).status()
-            assert status.import_ is not None and status.import_["state"] == "interrupted"
+            assert _state_after_kill(home) == "interrupted"
         checkpoints.append((len(embedding_server.requests), finished))
         active = catalog.active_id()
         if active is not None:
