@@ -30,7 +30,15 @@ from engine.document_cache import DocumentCache
 from engine.paths import DataDir
 from engine.versions.formats import POINTER_FORMAT
 from index.errors import SnapshotError
-from index.fsutil import atomic_write, fsync_dir, remove_tree, replace_with_retry, sweep
+from index.fsutil import (
+    atomic_write,
+    fsync_dir,
+    killed_writes,
+    remove_file,
+    remove_tree,
+    replace_with_retry,
+    sweep,
+)
 from index.records import SnapshotManifest
 
 if TYPE_CHECKING:  # opened on first pin: `status` reads manifests and never loads numpy
@@ -324,10 +332,13 @@ class Catalog:
     def _remove_killed_pointer_writes(self) -> None:
         """A pointer write killed before its rename leaves its temporary file behind. Pointer
         writes, like GC, run only under the data directory's writer lock: any such file is
-        stale."""
+        stale. So are the collection's other files' temporary files (origins.json, written as
+        an import starts) whose writing process is gone."""
         if self.root.is_dir():
             for tmp in self.root.glob(f".{self.pointer.name}.*.tmp"):
                 tmp.unlink(missing_ok=True)
+            for tmp in killed_writes(self.root):
+                remove_file(tmp)
 
     def _discard_unfinished_builds(self, report: GcReport, keep: set[str]) -> None:
         """A directory without a manifest is a build that died; it was never visible."""

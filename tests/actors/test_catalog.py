@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import anyio
@@ -145,3 +146,16 @@ async def test_gc_removes_unfinished_builds_but_never_the_active_snapshot(tmp_pa
     assert dead.name in report.deleted and not dead.exists()
     assert catalog.active_id() == result.snapshot_id  # type: ignore[attr-defined]
     assert catalog.manifest(result.snapshot_id) is not None  # type: ignore[attr-defined]
+
+
+def test_gc_removes_temporary_files_of_killed_writes_in_the_collection(tmp_path: Path) -> None:
+    """An import killed while it wrote origins.json leaves `.origins.json.<pid>.tmp`; a write
+    of a live process (this one) is left alone."""
+    catalog = Catalog(DataDir(tmp_path / "home"), "default")
+    catalog.root.mkdir(parents=True)
+    dead = catalog.root / ".origins.json.999999999.tmp"  # no such process
+    live = catalog.root / f".origins.json.{os.getpid()}.tmp"
+    dead.write_text("{")
+    live.write_text("{")
+    catalog.gc(keep_last=1, keep_days=0)
+    assert not dead.exists() and live.exists()
